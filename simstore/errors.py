@@ -1,0 +1,35 @@
+"""simstore's exception family: every error the library raises derives from SimstoreError."""
+
+from __future__ import annotations
+
+
+class SimstoreError(Exception):
+    """Base class of every error simstore raises on purpose."""
+
+
+class InvalidInput(SimstoreError, ValueError):
+    """An argument has the wrong type or value (also a ValueError, so callers may catch either)."""
+
+
+class InvalidType(InvalidInput, TypeError):
+    """An argument has the wrong type: a TypeError as well as an InvalidInput."""
+
+
+class UnknownPreset(InvalidInput):
+    """A preset name that simstore does not know; the message lists the valid names."""
+
+
+class PresetMismatch(SimstoreError):
+    """A store was opened with a preset other than the one it was made with."""
+
+
+class KeyConflict(SimstoreError):
+    """A key already stored with a different fingerprint was added again."""
+
+
+class SchemaOutOfDate(SimstoreError):
+    """The database schema is behind (or ahead of) this simstore; the message names the fix."""
+
+
+class DatabaseUnavailable(SimstoreError):
+    """The database cannot be reached or used; the URL in the message never shows a password."""
