@@ -1,0 +1,91 @@
+"""Initial schema: namespaces, band-indexed fingerprints, decisions log.
+
+Revision ID: 0001_initial
+Revises:
+Create Date: 2026-11-29
+
+Self-contained on purpose: a migration never imports live simstore code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import mysql
+
+revision: str = "0001_initial"
+down_revision: str | None = None
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+ROW_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+KEY_TEXT = sa.String(255).with_variant(
+    mysql.VARCHAR(255, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
+)
+MYSQL_TABLE = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+BANDS = ("b0", "b1", "b2", "b3")
+
+
+def upgrade() -> None:
+    op.create_table(
+        "simstore_namespaces",
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("name", KEY_TEXT, nullable=False),
+        sa.Column("preset_name", sa.String(64), nullable=False),
+        sa.Column("preset_version", sa.Integer, nullable=False),
+        sa.Column("preset_params", sa.Text, nullable=False),
+        sa.Column("band_layout", sa.String(16), nullable=False),
+        sa.Column("partition_seconds", sa.Integer, nullable=False),
+        sa.Column("created_with", sa.String(32), nullable=False),
+        sa.Column("created_at", TIMESTAMP, nullable=False),
+        sa.Column("write_count", sa.BigInteger, nullable=False, server_default="0"),
+        sa.UniqueConstraint("name"),
+        **MYSQL_TABLE,
+    )
+    op.create_table(
+        "simstore_fingerprints",
+        sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
+        sa.Column("ns_id", sa.Integer, sa.ForeignKey("simstore_namespaces.id"), nullable=False),
+        sa.Column("key", KEY_TEXT, nullable=False),
+        sa.Column("fp", sa.BigInteger, nullable=False),
+        *(sa.Column(band, sa.Integer, nullable=False) for band in BANDS),
+        sa.Column("added_at", TIMESTAMP, nullable=False),
+        sa.Column("part", sa.Integer, nullable=False),
+        sa.UniqueConstraint("ns_id", "key", name="uq_simstore_fingerprints_key"),
+        **MYSQL_TABLE,
+    )
+    for band in BANDS:
+        op.create_index(
+            f"ix_simstore_fingerprints_{band}",
+            "simstore_fingerprints",
+            ["ns_id", band, "part", "fp"],
+            postgresql_include=["id"],
+        )
+    op.create_index("ix_simstore_fingerprints_part", "simstore_fingerprints", ["ns_id", "part"])
+    op.create_table(
+        "simstore_decisions",
+        sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
+        sa.Column("ns_id", sa.Integer, sa.ForeignKey("simstore_namespaces.id"), nullable=False),
+        sa.Column("key", KEY_TEXT, nullable=False),
+        sa.Column("fp", sa.BigInteger, nullable=False),
+        sa.Column("decided_at", TIMESTAMP, nullable=False),
+        sa.Column("part", sa.Integer, nullable=False),
+        sa.Column("inserted", sa.Boolean, nullable=False),
+        sa.Column("duplicate_of", KEY_TEXT, nullable=True),
+        sa.Column("distance", sa.SmallInteger, nullable=True),
+        sa.UniqueConstraint("ns_id", "key", name="uq_simstore_decisions_key"),
+        **MYSQL_TABLE,
+    )
+    op.create_index("ix_simstore_decisions_part", "simstore_decisions", ["ns_id", "part"])
+    op.create_index(
+        "ix_simstore_decisions_duplicate_of", "simstore_decisions", ["ns_id", "duplicate_of"]
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("simstore_decisions")
+    op.drop_table("simstore_fingerprints")
+    op.drop_table("simstore_namespaces")

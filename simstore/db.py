@@ -1,0 +1,103 @@
+"""Connecting: URLs, engines and connections, and driver errors turned into simstore errors."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event, exc
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.pool import StaticPool
+
+from simstore.errors import DatabaseUnavailable, InvalidInput, InvalidType
+
+log = logging.getLogger("simstore")
+
+Bind = str | URL | Engine | Connection
+SQLITE_BUSY_TIMEOUT_S = 30.0
+
+
+def redact(url: str | URL) -> str:
+    """A URL fit to print: the password (if any) is replaced by ***."""
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except exc.ArgumentError:
+        return "<unparseable database URL>"
+    return parsed.render_as_string(hide_password=True)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+    finally:
+        cursor.close()
+
+
+def create_engine_for(url: str | URL) -> Engine:
+    """An Engine configured the way simstore needs for each dialect."""
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except exc.ArgumentError as error:
+        raise InvalidInput(f"not a database URL: {redact(url)}") from error
+    backend = parsed.get_backend_name()
+    kwargs: dict[str, Any] = {}
+    if backend == "sqlite":
+        database = parsed.database or ""
+        memory = database in ("", ":memory:") or database.startswith("file::memory:")
+        kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False}
+        if memory:
+            kwargs["poolclass"] = StaticPool
+        elif not Path(database).parent.exists():
+            raise DatabaseUnavailable(
+                f"cannot open {redact(parsed)}: folder {Path(database).parent} does not exist"
+            )
+    else:
+        kwargs["pool_pre_ping"] = True
+        if backend in ("mysql", "mariadb") and "charset" not in parsed.query:
+            parsed = parsed.update_query_dict({"charset": "utf8mb4"})
+    try:
+        engine = sa.create_engine(parsed, **kwargs)
+    except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as error:
+        raise DatabaseUnavailable(f"cannot use {redact(parsed)}: {error}") from error
+    if backend == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def resolve_bind(bind: object) -> tuple[Engine | None, Connection | None]:
+    """Split a bind into (engine, connection); exactly one is set. URLs make a new engine."""
+    if isinstance(bind, Connection):
+        return None, bind
+    if isinstance(bind, Engine):
+        return bind, None
+    if isinstance(bind, (str, URL)):
+        return create_engine_for(bind), None
+    raise InvalidType(
+        f"bind must be a database URL, an Engine or a Connection, not {type(bind).__name__}"
+    )
+
+
+def default_url() -> str:
+    """``SIMSTORE_URL`` if set, else ``sqlite:///simstore.db`` (used by the CLI only)."""
+    return os.environ.get("SIMSTORE_URL") or "sqlite:///simstore.db"
+
+
+@contextlib.contextmanager
+def translate_errors(url: str | URL) -> Iterator[None]:
+    """Re-raise driver errors about reaching or using the database as DatabaseUnavailable."""
+    try:
+        yield
+    except exc.DBAPIError as error:
+        if isinstance(error, exc.IntegrityError):
+            raise
+        reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+        raise DatabaseUnavailable(f"database {redact(url)}: {reason}") from error

@@ -1,0 +1,120 @@
+"""Schema migrations: simstore runs its own alembic scripts, with a version table of its own.
+
+``upgrade(bind)`` brings a database to the packaged head; ``current(bind)`` names its revision;
+``check(bind)`` raises SchemaOutOfDate (naming the command to run) unless it is at head.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+
+from simstore import schema
+from simstore.db import redact, resolve_bind, translate_errors
+from simstore.errors import SchemaOutOfDate
+
+VERSION_TABLE = "simstore_alembic_version"
+
+
+def migrations_dir() -> Path:
+    """Installed wheels carry the scripts in simstore/migrations; a checkout has them at the top."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "migrations", package.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise SchemaOutOfDate("simstore's migration scripts are missing from this installation")
+
+
+def _config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.attributes["target_metadata"] = schema.metadata
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head() -> str:
+    """The newest revision shipped with this simstore."""
+    revision = ScriptDirectory.from_config(_config()).get_current_head()
+    assert revision is not None  # noqa: S101 - the package always ships at least one revision
+    return revision
+
+
+@contextlib.contextmanager
+def _connection(bind: object) -> Iterator[Connection]:
+    engine, connection = resolve_bind(bind)
+    if connection is not None:
+        yield connection
+        return
+    assert engine is not None  # noqa: S101 - resolve_bind sets exactly one
+    with translate_errors(engine.url), engine.connect() as own:
+        yield own
+
+
+def _url_of(connection: Connection) -> str:
+    return redact(connection.engine.url)
+
+
+def current(bind: object) -> str | None:
+    """The revision the database is at, or None when simstore's schema was never created."""
+    with _connection(bind) as connection, translate_errors(connection.engine.url):
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        revision = context.get_current_revision()
+        if _owns(bind) and connection.in_transaction():
+            connection.rollback()
+        return revision
+
+
+def _owns(bind: object) -> bool:
+    return not isinstance(bind, Connection)
+
+
+def upgrade(bind: object, revision: str = "heads") -> str:
+    """Run the migrations up to ``revision`` (default: the newest); returns the revision reached."""
+    from alembic import command
+
+    with _connection(bind) as connection, translate_errors(connection.engine.url):
+        config = _config(connection)
+        if _owns(bind):
+            command.upgrade(config, revision)
+            connection.commit()
+        else:
+            command.upgrade(config, revision)
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        reached = context.get_current_revision()
+        if _owns(bind):
+            connection.rollback()
+    return reached or ""
+
+
+def upgrade_command(url: str) -> str:
+    return f"simstore db upgrade --db '{url}'"
+
+
+def check(bind: object) -> str:
+    """Return the current revision if it is the packaged head, else raise SchemaOutOfDate."""
+    with _connection(bind) as connection:
+        url = _url_of(connection)
+        at = current(connection)
+        if _owns(bind) and connection.in_transaction():
+            connection.rollback()
+    newest = head()
+    if at == newest:
+        return at
+    if at is None:
+        state = "has no simstore schema yet"
+    else:
+        known = {
+            script.revision for script in ScriptDirectory.from_config(_config()).walk_revisions()
+        }
+        state = f"is at revision {at}" + ("" if at in known else " (newer than this simstore)")
+    raise SchemaOutOfDate(
+        f"database {url} {state}; simstore {newest} needs it upgraded: run {upgrade_command(url)}"
+    )

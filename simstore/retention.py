@@ -1,0 +1,58 @@
+"""Time partitions and retention windows.
+
+Every row carries ``part = floor(seconds since the epoch / partition length)``. Rows older than the
+window never match (queries filter on it); purging deletes whole partitions that lie entirely before
+the window, in bounded batches.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+from simstore.errors import InvalidInput, InvalidType
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*", re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+EPOCH = datetime(1970, 1, 1)
+
+
+def parse_duration(value: str | timedelta | int | float) -> timedelta:
+    """``"2d"``, ``"36h"``, ``"90m"``, ``"1w"``, a timedelta, or a number of seconds."""
+    if isinstance(value, timedelta):
+        duration = value
+    elif isinstance(value, bool):
+        raise InvalidType("a duration is a timedelta, seconds or text like '2d'")
+    elif isinstance(value, (int, float)):
+        duration = timedelta(seconds=value)
+    elif isinstance(value, str):
+        match = _DURATION.fullmatch(value)
+        if not match:
+            raise InvalidInput(f"not a duration: {value!r} (use e.g. 30m, 12h, 2d, 1w)")
+        duration = timedelta(seconds=float(match[1]) * _UNIT_SECONDS[match[2].lower()])
+    else:
+        raise InvalidType(f"a duration is a timedelta, seconds or text, not {type(value).__name__}")
+    if duration <= timedelta(0):
+        raise InvalidInput(f"a duration must be positive, got {value!r}")
+    return duration
+
+
+def utc_naive(moment: datetime | None) -> datetime:
+    """A naive UTC datetime (what simstore stores); naive input is taken to be UTC already."""
+    if moment is None:
+        return datetime.now(timezone.utc).replace(tzinfo=None)
+    if not isinstance(moment, datetime):
+        raise InvalidType(f"a time must be a datetime, not {type(moment).__name__}")
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+def partition_of(moment: datetime, partition_seconds: int) -> int:
+    """The partition number of a naive UTC time."""
+    return int((moment - EPOCH).total_seconds() // partition_seconds)
+
+
+def window_start(now: datetime, keep: timedelta | None) -> datetime | None:
+    """The oldest time still inside the window (None: no window, everything matches)."""
+    return None if keep is None else now - keep

@@ -1,0 +1,90 @@
+"""simstore's tables, as SQLAlchemy Core on simstore's own MetaData.
+
+Every table is prefixed ``simstore_`` so that simstore can live in a host application's database.
+The migrations in ``migrations/`` create exactly this schema; a test compares the two.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+metadata = sa.MetaData()
+
+# SQLite only aliases the rowid for a column typed exactly INTEGER.
+RowId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+# MySQL's DATETIME keeps whole seconds unless told otherwise.
+Timestamp = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+# Keys compare byte for byte on every dialect (MySQL's default collation ignores case).
+KeyText = sa.String(255).with_variant(
+    mysql.VARCHAR(255, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
+)
+
+BAND_COLUMNS = ("b0", "b1", "b2", "b3")
+
+namespaces = sa.Table(
+    "simstore_namespaces",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", KeyText, nullable=False, unique=True),
+    sa.Column("preset_name", sa.String(64), nullable=False),
+    sa.Column("preset_version", sa.Integer, nullable=False),
+    sa.Column("preset_params", sa.Text, nullable=False),
+    sa.Column("band_layout", sa.String(16), nullable=False),
+    sa.Column("partition_seconds", sa.Integer, nullable=False),
+    sa.Column("created_with", sa.String(32), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    # bumped by every write transaction on SQLite and MySQL: taking this row's lock is the mutex
+    sa.Column("write_count", sa.BigInteger, nullable=False, server_default="0"),
+    mysql_charset="utf8mb4",
+    mysql_collate="utf8mb4_bin",
+)
+
+fingerprints = sa.Table(
+    "simstore_fingerprints",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("ns_id", sa.Integer, sa.ForeignKey("simstore_namespaces.id"), nullable=False),
+    sa.Column("key", KeyText, nullable=False),
+    # the unsigned fingerprint as a signed BIGINT (two's complement)
+    sa.Column("fp", sa.BigInteger, nullable=False),
+    *(sa.Column(band, sa.Integer, nullable=False) for band in BAND_COLUMNS),
+    sa.Column("added_at", Timestamp, nullable=False),
+    # time partition: floor(seconds since the epoch / partition length), for retention
+    sa.Column("part", sa.Integer, nullable=False),
+    sa.UniqueConstraint("ns_id", "key", name="uq_simstore_fingerprints_key"),
+    *(
+        # covering: a band lookup, its window filter and the fingerprint come from the index alone
+        sa.Index(
+            f"ix_simstore_fingerprints_{band}",
+            "ns_id",
+            band,
+            "part",
+            "fp",
+            postgresql_include=["id"],
+        )
+        for band in BAND_COLUMNS
+    ),
+    sa.Index("ix_simstore_fingerprints_part", "ns_id", "part"),
+    mysql_charset="utf8mb4",
+    mysql_collate="utf8mb4_bin",
+)
+
+decisions = sa.Table(
+    "simstore_decisions",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("ns_id", sa.Integer, sa.ForeignKey("simstore_namespaces.id"), nullable=False),
+    sa.Column("key", KeyText, nullable=False),
+    sa.Column("fp", sa.BigInteger, nullable=False),
+    sa.Column("decided_at", Timestamp, nullable=False),
+    sa.Column("part", sa.Integer, nullable=False),
+    sa.Column("inserted", sa.Boolean, nullable=False),
+    sa.Column("duplicate_of", KeyText, nullable=True),
+    sa.Column("distance", sa.SmallInteger, nullable=True),
+    sa.UniqueConstraint("ns_id", "key", name="uq_simstore_decisions_key"),
+    sa.Index("ix_simstore_decisions_part", "ns_id", "part"),
+    sa.Index("ix_simstore_decisions_duplicate_of", "ns_id", "duplicate_of"),
+    mysql_charset="utf8mb4",
+    mysql_collate="utf8mb4_bin",
+)
