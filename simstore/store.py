@@ -108,6 +108,20 @@ class _Item:
     features: int | None
 
 
+def _start_pysqlite_transaction(conn: Connection) -> None:
+    """Make sure pysqlite has really begun the caller's transaction before a SAVEPOINT.
+
+    pysqlite only emits BEGIN before a data-changing statement. A SAVEPOINT issued outside a real
+    transaction starts one of its own, and releasing it commits: the caller's later rollback would
+    not undo simstore's rows. A no-op UPDATE makes pysqlite emit its BEGIN first.
+    """
+    dbapi_connection = conn.connection.dbapi_connection
+    if dbapi_connection is not None and not getattr(dbapi_connection, "in_transaction", True):
+        conn.execute(
+            sa.update(namespaces).where(sa.false()).values(write_count=namespaces.c.write_count)
+        )
+
+
 def _check_key(key: object) -> str:
     if not isinstance(key, str):
         raise InvalidType(f"key must be a str, not {type(key).__name__}")
@@ -183,6 +197,8 @@ class SimStore:
         with translate_errors(self._bound_engine.url):
             if self._connection is not None:
                 conn = self._connection
+                if conn.in_transaction() and self._dialect == "sqlite":
+                    _start_pysqlite_transaction(conn)
                 scope = conn.begin_nested() if conn.in_transaction() else conn.begin()
                 with scope:
                     yield conn

@@ -1,0 +1,125 @@
+"""Shared fixtures: one store factory parametrized over SQLite (file and memory), PostgreSQL and
+MySQL/MariaDB. Server URLs come from SIMSTORE_TEST_POSTGRESQL_URL and SIMSTORE_TEST_MYSQL_URL; each
+test session works in a fresh database of its own on each server, dropped at the end. An unset or
+unreachable server skips with a reason, unless SIMSTORE_REQUIRE_SERVERS=1 (CI), where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, make_url
+
+from simstore import migrate
+from simstore.db import create_engine_for
+from simstore.store import SimStore
+
+SERVER_ENV = {
+    "postgresql": "SIMSTORE_TEST_POSTGRESQL_URL",
+    "mysql": "SIMSTORE_TEST_MYSQL_URL",
+}
+DIALECTS = ["sqlite-file", "sqlite-memory", "postgresql", "mysql"]
+SERVERS = ["postgresql", "mysql"]
+StoreFactory = Callable[..., SimStore]
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("SIMSTORE_REQUIRE_SERVERS") == "1":
+        pytest.fail(f"server required in CI: {reason}")
+    pytest.skip(reason)
+
+
+_session_databases: dict[str, str] = {}
+
+
+def _fresh_database(kind: str) -> str:
+    """A URL of a database created for this test session on the ``kind`` server."""
+    if kind in _session_databases:
+        return _session_databases[kind]
+    base = os.environ.get(SERVER_ENV[kind])
+    if not base:
+        _unavailable(f"{SERVER_ENV[kind]} is not set")
+        raise AssertionError  # unreachable: skip or fail raised
+    name = f"simstore_test_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f"CREATE DATABASE {name}"))
+    except sa.exc.OperationalError as error:
+        _unavailable(f"{kind} server unreachable at {make_url(base).host}: {error.orig}")
+    finally:
+        admin.dispose()
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    _session_databases[kind] = url
+    return url
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    for kind, url in _session_databases.items():
+        admin = sa.create_engine(os.environ[SERVER_ENV[kind]], isolation_level="AUTOCOMMIT")
+        try:
+            with admin.connect() as connection:
+                if kind == "postgresql":
+                    connection.execute(
+                        sa.text(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE datname = :name AND pid <> pg_backend_pid()"
+                        ),
+                        {"name": make_url(url).database},
+                    )
+                connection.execute(sa.text(f"DROP DATABASE IF EXISTS {make_url(url).database}"))
+        except sa.exc.SQLAlchemyError:
+            pass
+        finally:
+            admin.dispose()
+
+
+@pytest.fixture(params=DIALECTS)
+def dialect(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def database_url(dialect: str, tmp_path: Path) -> str:
+    """A URL for the dialect, already at the packaged schema head (SQLite memory: plain URL)."""
+    if dialect == "sqlite-file":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    if dialect == "sqlite-memory":
+        return "sqlite://"
+    url = _fresh_database(dialect)
+    migrate.upgrade(url)
+    return url
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """One engine per test: stores made from it share a SQLite memory database too."""
+    made = create_engine_for(database_url)
+    yield made
+    made.dispose()
+
+
+@pytest.fixture
+def make_store(engine: Engine) -> StoreFactory:
+    """Build stores on the test's database, each test in a namespace of its own."""
+    namespace = f"t-{uuid.uuid4().hex[:12]}"
+
+    def build(**options: Any) -> SimStore:
+        options.setdefault("namespace", namespace)
+        options.setdefault("auto_upgrade", True)
+        return SimStore(engine, **options)
+
+    return build
+
+
+@pytest.fixture(params=SERVERS)
+def server_url(request: pytest.FixtureRequest) -> str:
+    url = _fresh_database(str(request.param))
+    migrate.upgrade(url)
+    return url

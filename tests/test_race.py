@@ -1,0 +1,97 @@
+"""Insert-if-new under real concurrency: OS processes released together by a barrier add clusters
+of near-duplicates in shuffled orders; exactly one member of each cluster must be kept."""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import uuid
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from simstore.store import SimStore
+
+PROCESSES = 4
+CLUSTERS = 40
+MEMBERS_PER_PROCESS = 2
+
+
+def _worker(
+    url: str, namespace: str, radius: int, items: list[tuple[str, int]], barrier: Any, results: Any
+) -> None:
+    store = SimStore(url, namespace=namespace, max_distance=radius)
+    outcome = []
+    barrier.wait()
+    for key, value in items:
+        decision = store.add(key=key, fingerprint=value)
+        outcome.append(
+            (key, decision.inserted, decision.duplicate_of.key if decision.duplicate_of else None)
+        )
+    store.close()
+    results.put(outcome)
+
+
+@pytest.mark.parametrize("radius", [3, 8])
+def test_racing_processes_keep_exactly_one_per_cluster(
+    database_url: str, dialect: str, radius: int
+) -> None:
+    if dialect == "sqlite-memory":
+        pytest.skip("a memory database cannot be shared between processes")
+    namespace = f"race-{uuid.uuid4().hex[:8]}"
+    SimStore(database_url, namespace=namespace, auto_upgrade=True).close()
+    rng = random.Random(radius)
+    cluster_of: dict[str, int] = {}
+    per_process: list[list[tuple[str, int]]] = [[] for _ in range(PROCESSES)]
+    for cluster in range(CLUSTERS):
+        base = rng.getrandbits(64)
+        for process in range(PROCESSES):
+            for member in range(MEMBERS_PER_PROCESS):
+                # members differ from the base in at most one bit: pairwise within 2 <= radius
+                value = base ^ (1 << rng.randrange(64)) if rng.random() < 0.7 else base
+                key = f"c{cluster}-p{process}-m{member}"
+                cluster_of[key] = cluster
+                per_process[process].append((key, value))
+    for items in per_process:
+        rng.shuffle(items)
+
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(PROCESSES)
+    results = context.Queue()
+    workers = [
+        context.Process(
+            target=_worker, args=(database_url, namespace, radius, items, barrier, results)
+        )
+        for items in per_process
+    ]
+    for worker in workers:
+        worker.start()
+    outcomes = [results.get(timeout=300) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+
+    decisions = [entry for outcome in outcomes for entry in outcome]
+    assert len(decisions) == len(cluster_of)
+    kept_by_cluster: dict[int, list[str]] = {}
+    for key, inserted, _duplicate_of in decisions:
+        if inserted:
+            kept_by_cluster.setdefault(cluster_of[key], []).append(key)
+    assert sorted(kept_by_cluster) == list(range(CLUSTERS))
+    assert all(len(kept) == 1 for kept in kept_by_cluster.values()), kept_by_cluster
+    for key, inserted, duplicate_of in decisions:
+        if not inserted:
+            assert duplicate_of == kept_by_cluster[cluster_of[key]][0]
+
+    engine = sa.create_engine(database_url)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.text(
+                "SELECT f.key FROM simstore_fingerprints f JOIN simstore_namespaces n "
+                "ON n.id = f.ns_id WHERE n.name = :ns"
+            ),
+            {"ns": namespace},
+        ).scalars()
+        assert sorted(rows) == sorted(kept[0] for kept in kept_by_cluster.values())
+    engine.dispose()

@@ -1,0 +1,235 @@
+"""SimStore behaviour on every dialect: adds, queries at every radius, retention, bad input."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy.engine import Engine
+
+from simstore import fingerprint, migrate
+from simstore.errors import (
+    DatabaseUnavailable,
+    InvalidInput,
+    KeyConflict,
+    PresetMismatch,
+)
+from simstore.store import BatchFailed, SimStore
+from tests.conftest import StoreFactory
+
+LONG_ZH = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
+LONG_ZH_EDIT = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花！明天可能下雨，出门记得带伞"
+OTHER = "The quarterly report shows revenue growth in every region except the north-east."
+
+
+def flip(value: int, bits: list[int]) -> int:
+    for bit in bits:
+        value ^= 1 << bit
+    return value
+
+
+def test_add_keeps_first_and_names_it_for_near_duplicates(make_store: StoreFactory) -> None:
+    store = make_store()
+    first = store.add(LONG_ZH, key="a")
+    second = store.add(LONG_ZH_EDIT, key="b")
+    third = store.add(OTHER, key="c")
+    assert first.inserted and third.inserted
+    assert not second.inserted
+    assert second.duplicate_of is not None and second.duplicate_of.key == "a"
+    assert second.duplicate_of.distance == (first.fingerprint ^ second.fingerprint).bit_count()
+    assert store.stats().kept == 2 and store.stats().duplicates == 1
+
+
+def test_readding_a_key_replays_its_decision_and_conflicts_on_new_text(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    store.add(LONG_ZH, key="a")
+    store.add(LONG_ZH_EDIT, key="b")
+    again = store.add(LONG_ZH_EDIT, key="b")
+    assert not again.inserted and again.duplicate_of is not None
+    assert again.duplicate_of.key == "a"
+    assert store.add(LONG_ZH, key="a").inserted
+    assert store.stats().decisions == 2
+    with pytest.raises(KeyConflict):
+        store.add(OTHER, key="a")
+
+
+@pytest.mark.parametrize("radius", range(0, 17))
+def test_query_equals_brute_force_at_every_radius(make_store: StoreFactory, radius: int) -> None:
+    rng = random.Random(radius)
+    store = make_store(max_distance=radius)
+    center = rng.getrandbits(64)
+    planted: dict[str, int] = {}
+    for distance in range(0, 21):
+        for copy in range(1 if distance == 0 else 2):
+            value = flip(center, rng.sample(range(64), distance))
+            planted[f"d{distance}-{copy}"] = value
+    for index in range(60):  # unrelated fingerprints: about 32 bits away
+        planted[f"far{index}"] = rng.getrandbits(64)
+    decisions = list(
+        store.add_many(
+            [{"key": key, "fingerprint": value} for key, value in planted.items()],
+            max_distance=0,
+        )
+    )
+    assert all(decision.inserted for decision in decisions)
+    expected = sorted(
+        (key for key, value in planted.items() if (value ^ center).bit_count() <= radius)
+    )
+    found = store.query(fingerprint=center)
+    assert sorted(match.key for match in found) == expected
+    assert [m.distance for m in found] == sorted(m.distance for m in found)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(values=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=8, unique=True))
+def test_unsigned_values_round_trip(make_store: StoreFactory, values: list[int]) -> None:
+    store = make_store(max_distance=0)
+    values = [*values, 2**63, 2**64 - 1, 0]
+    offset = uuid.uuid4().hex  # hypothesis reseeds `random`, and the namespace is shared
+    for index, value in enumerate(dict.fromkeys(values)):
+        key = f"v{offset}-{index}"
+        store.add(key=key, fingerprint=value)
+        got = store.get(key)
+        assert got is not None and got.fingerprint == value
+        assert any(match.fingerprint == value for match in store.query(fingerprint=value))
+
+
+def test_near_empty_texts_only_match_identical_content(make_store: StoreFactory) -> None:
+    store = make_store(max_distance=16)
+    assert store.add("ok", key="a").inserted
+    assert store.add("no", key="b").inserted
+    assert not store.add("OK!", key="c").inserted  # same normalised content as "ok"
+
+
+def test_rows_outside_the_window_never_match_and_purge_removes_them(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store(keep="2d")
+    now = datetime(2030, 1, 10, 12, 0)
+    store.add(LONG_ZH, key="old", at=now - timedelta(days=3))
+    assert store.query(LONG_ZH, now=now) == []
+    fresh = store.add(LONG_ZH_EDIT, key="new", at=now)
+    assert fresh.inserted  # the old near-duplicate is out of the window
+    assert [m.key for m in store.query(LONG_ZH, now=now)] == ["new"]
+    assert store.purge(now=now) == 2  # the old row and its decision
+    assert store.get("old") is None and store.get("new") is not None
+    assert store.purge(now=now) == 0
+
+
+def test_add_many_resolves_duplicates_inside_a_batch_in_input_order(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    items = [("a", LONG_ZH), ("b", OTHER), ("c", LONG_ZH_EDIT), ("d", OTHER + " ")]
+    decisions = list(store.add_many(items, batch_size=10))
+    assert [d.inserted for d in decisions] == [True, True, False, False]
+    assert [d.duplicate_of.key for d in decisions[2:] if d.duplicate_of] == ["a", "b"]
+
+
+def test_a_failed_batch_is_not_written_and_reports_committed_items(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    items: list[tuple[str, str]] = [(f"k{i}", f"document number {i} " * 5) for i in range(4)]
+    items.append(("", "a bad key"))
+    with pytest.raises(BatchFailed) as failure:
+        list(store.add_many(items, batch_size=3))
+    assert failure.value.committed == 3
+    assert store.stats().decisions == 3
+    assert store.get("k3") is None
+
+
+def test_preset_is_recorded_and_a_different_one_is_refused(make_store: StoreFactory) -> None:
+    store = make_store(preset="pypi-simhash")
+    assert store.preset.name == "pypi-simhash"
+    assert make_store().preset.name == "pypi-simhash"  # None adopts the recorded preset
+    with pytest.raises(PresetMismatch, match="pypi-simhash"):
+        make_store(preset="char4-pre")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"key": ""}, "key"),
+        ({"key": "x" * 256}, "key"),
+        ({"key": "k", "fingerprint": -1}, "unsigned"),
+        ({"key": "k", "fingerprint": 2**64}, "unsigned"),
+        ({"key": "k", "fingerprint": 5, "text": "both"}, "exactly one"),
+        ({"key": "k"}, "exactly one"),
+        ({"key": "k", "text": b"bytes"}, "str"),
+        ({"key": "k", "text": "t", "max_distance": 99}, "max_distance"),
+    ],
+)
+def test_bad_input_is_refused_and_writes_nothing(
+    make_store: StoreFactory, kwargs: dict[str, object], message: str
+) -> None:
+    store = make_store()
+    with pytest.raises(InvalidInput, match=message):
+        store.add(**kwargs)  # type: ignore[arg-type]
+    assert store.stats().decisions == 0
+
+
+def test_a_caller_transaction_is_used_with_savepoints_and_never_committed(
+    engine: Engine, dialect: str
+) -> None:
+    migrate.upgrade(engine)  # schema first: pysqlite would autocommit DDL inside a transaction
+    with engine.connect() as connection:
+        transaction = connection.begin()
+        store = SimStore(connection, namespace="caller-tx", auto_upgrade=True)
+        store.add(LONG_ZH, key="a")
+        assert store.get("a") is not None
+        transaction.rollback()
+    fresh = SimStore(engine, namespace="caller-tx", auto_upgrade=True)
+    assert fresh.get("a") is None
+
+
+def test_remove_forgets_a_key(make_store: StoreFactory) -> None:
+    store = make_store()
+    store.add(LONG_ZH, key="a")
+    assert store.remove("a") and not store.remove("a")
+    assert store.add(LONG_ZH_EDIT, key="b").inserted
+
+
+def test_unreachable_database_is_a_clear_error_without_password() -> None:
+    url = "postgresql+psycopg://user:s3cret@127.0.0.1:1/nowhere"
+    with pytest.raises(DatabaseUnavailable) as failure:
+        SimStore(url)
+    assert "s3cret" not in str(failure.value) and "127.0.0.1:1" in str(failure.value)
+
+
+def test_missing_sqlite_folder_is_a_clear_error(tmp_path: object) -> None:
+    with pytest.raises(DatabaseUnavailable, match="does not exist"):
+        SimStore(f"sqlite:///{tmp_path}/no/such/folder/x.db")
+
+
+def test_query_accepts_text_and_matches_fingerprint_path(make_store: StoreFactory) -> None:
+    store = make_store()
+    store.add(LONG_ZH, key="a")
+    by_text = store.query(LONG_ZH_EDIT)
+    by_value = store.query(fingerprint=fingerprint(LONG_ZH_EDIT))
+    assert [m.key for m in by_text] == [m.key for m in by_value] == ["a"]
+    assert store.query(OTHER) == []
+
+
+def test_stats_counts_match_the_tables(make_store: StoreFactory, engine: Engine) -> None:
+    store = make_store()
+    list(store.add_many([(f"k{i}", f"text {i // 3} about cats and dogs " * 3) for i in range(9)]))
+    stats = store.stats()
+    with engine.connect() as connection:
+        kept = connection.execute(
+            sa.text(
+                "SELECT COUNT(*) FROM simstore_fingerprints f JOIN simstore_namespaces n "
+                "ON n.id = f.ns_id WHERE n.name = :ns"
+            ),
+            {"ns": store.namespace},
+        ).scalar_one()
+    assert stats.kept == kept == 3 and stats.duplicates == 6 and stats.decisions == 9
