@@ -23,7 +23,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc
 from sqlalchemy.engine import URL, Connection, Engine
 
-from simstore import __version__, migrate
+from simstore import migrate
+from simstore._version import __version__
 from simstore.db import redact, resolve_bind, translate_errors
 from simstore.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
 from simstore.errors import (

@@ -36,12 +36,18 @@ def _unavailable(reason: str) -> None:
 
 
 _session_databases: dict[str, str] = {}
+_created: list[tuple[str, str]] = []
 
 
 def _fresh_database(kind: str) -> str:
     """A URL of a database created for this test session on the ``kind`` server."""
-    if kind in _session_databases:
-        return _session_databases[kind]
+    if kind not in _session_databases:
+        _session_databases[kind] = new_server_database(kind)
+    return _session_databases[kind]
+
+
+def new_server_database(kind: str) -> str:
+    """Create an empty database on the ``kind`` server (dropped when the session ends)."""
     base = os.environ.get(SERVER_ENV[kind])
     if not base:
         _unavailable(f"{SERVER_ENV[kind]} is not set")
@@ -56,12 +62,12 @@ def _fresh_database(kind: str) -> str:
     finally:
         admin.dispose()
     url = make_url(base).set(database=name).render_as_string(hide_password=False)
-    _session_databases[kind] = url
+    _created.append((kind, url))
     return url
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    for kind, url in _session_databases.items():
+    for kind, url in _created:
         admin = sa.create_engine(os.environ[SERVER_ENV[kind]], isolation_level="AUTOCOMMIT")
         try:
             with admin.connect() as connection:

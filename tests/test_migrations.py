@@ -1,0 +1,157 @@
+"""simstore's alembic migrations: one head, head == models on every dialect, a host application's
+own alembic history left alone, an out-of-date server refused with the fix, and the built wheel
+carrying the scripts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from simstore import migrate, schema
+from simstore.errors import SchemaOutOfDate
+from simstore.store import SimStore
+from tests.conftest import new_server_database
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _ours(obj: object, name: str | None, type_: str, reflected: bool, other: object) -> bool:
+    if type_ == "table":
+        return bool(name and name.startswith("simstore_")) and name != migrate.VERSION_TABLE
+    return True
+
+
+def test_there_is_exactly_one_head() -> None:
+    script = ScriptDirectory(str(migrate.migrations_dir()))
+    assert len(script.get_heads()) == 1
+    assert migrate.head() == script.get_current_head()
+
+
+def test_migrations_never_import_live_simstore_code() -> None:
+    for path in (migrate.migrations_dir() / "versions").glob("*.py"):
+        source = path.read_text()
+        assert "import simstore" not in source and "from simstore" not in source, path
+
+
+def test_empty_database_upgraded_to_head_equals_the_models(database_url: str) -> None:
+    engine = sa.create_engine(database_url)
+    with engine.connect() as connection:
+        if database_url.startswith("sqlite"):  # server fixtures arrive upgraded
+            migrate.upgrade(connection)
+            connection.commit()
+        assert migrate.current(connection) == migrate.head()
+        context = MigrationContext.configure(
+            connection, opts={"include_object": _ours, "compare_type": True}
+        )
+        differences = compare_metadata(context, schema.metadata)
+    engine.dispose()
+    assert differences == []
+
+
+def test_a_host_alembic_history_lives_beside_simstore(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'host.db'}"
+    host = tmp_path / "host_migrations"
+    (host / "versions").mkdir(parents=True)
+    (host / "env.py").write_text(
+        textwrap.dedent(
+            """
+            from alembic import context
+            from sqlalchemy import create_engine
+            engine = create_engine(context.config.get_main_option("sqlalchemy.url"))
+            with engine.begin() as connection:
+                context.configure(connection=connection)
+                with context.begin_transaction():
+                    context.run_migrations()
+            """
+        )
+    )
+    (host / "versions" / "h1_items.py").write_text(
+        textwrap.dedent(
+            """
+            import sqlalchemy as sa
+            from alembic import op
+            revision = "h1_items"
+            down_revision = None
+            branch_labels = None
+            depends_on = None
+            def upgrade():
+                op.create_table("items", sa.Column("id", sa.Integer, primary_key=True))
+            def downgrade():
+                op.drop_table("items")
+            """
+        )
+    )
+    config = Config()
+    config.set_main_option("script_location", str(host))
+    config.set_main_option("sqlalchemy.url", url)
+    command.upgrade(config, "head")
+    migrate.upgrade(url)
+    command.upgrade(config, "head")  # the host's history still runs (a no-op) after simstore's
+    engine = sa.create_engine(url)
+    with engine.connect() as connection:
+        assert connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar() == (
+            "h1_items"
+        )
+        assert migrate.current(connection) == migrate.head()
+        tables = set(sa.inspect(connection).get_table_names())
+    engine.dispose()
+    assert {"items", "alembic_version", "simstore_alembic_version"} <= tables
+    store = SimStore(url)
+    assert store.add("host and simstore side by side", key="a").inserted
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "mysql"])
+def test_a_server_behind_the_schema_is_refused_with_the_command(kind: str) -> None:
+    url = new_server_database(kind)
+    with pytest.raises(SchemaOutOfDate, match="simstore db upgrade") as failure:
+        SimStore(url)
+    assert "has no simstore schema yet" in str(failure.value)
+    store = SimStore(url, auto_upgrade=True)
+    assert store.add("now it is upgraded", key="a").inserted
+    assert migrate.check(url) == migrate.head()
+
+
+def test_the_built_wheel_ships_the_migrations_and_works_in_a_fresh_venv(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    wheel = next(dist.glob("simstore-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "simstore/migrations/env.py" in names
+    assert "simstore/migrations/versions/0001_initial.py" in names
+    assert "simstore/py.typed" in names
+
+    environment = tmp_path / "venv"
+    venv.create(environment, with_pip=True)
+    python = environment / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True
+    )
+    script = textwrap.dedent(
+        """
+        import simstore, simstore.migrate as m
+        assert "site-packages" in m.migrations_dir().as_posix(), m.migrations_dir()
+        store = simstore.SimStore("sqlite:///wheel.db")
+        assert store.add("made by the installed wheel", key="a").inserted
+        print(m.current("sqlite:///wheel.db"))
+        """
+    )
+    result = subprocess.run(
+        [str(python), "-c", script], cwd=tmp_path, check=True, capture_output=True, text=True
+    )
+    assert result.stdout.strip() == migrate.head()
