@@ -109,6 +109,25 @@ class _Item:
     features: int | None
 
 
+class _BandIndex:
+    """In-memory band -> positions index, for matching candidates against many probes at once."""
+
+    def __init__(self) -> None:
+        self._bands: list[dict[int, list[int]]] = [{} for _ in BAND_COLUMNS]
+
+    def add(self, position: int, fingerprint: int) -> None:
+        for band, value in enumerate(bands(fingerprint)):
+            self._bands[band].setdefault(value, []).append(position)
+
+    def lookup(self, probe: Mapping[int, Iterable[int]]) -> set[int]:
+        found: set[int] = set()
+        for band, values in probe.items():
+            table = self._bands[band]
+            for value in values:
+                found.update(table.get(value, ()))
+        return found
+
+
 def _start_pysqlite_transaction(conn: Connection) -> None:
     """Make sure pysqlite has really begun the caller's transaction before a SAVEPOINT.
 
@@ -348,18 +367,11 @@ class SimStore:
         self, conn: Connection, near: dict[int, int], fingerprint: int, now: datetime
     ) -> list[Match]:
         """Key and time of the rows that passed the distance filter; drops rows out of window."""
-        if not near:
-            return []
-        rows = conn.execute(
-            sa.select(fingerprints.c.id, fingerprints.c.key, fingerprints.c.added_at).where(
-                fingerprints.c.id.in_(sorted(near))
-            )
-        )
         start = window_start(now, self.keep)
         found = [
-            Match(row.key, near[row.id], (near[row.id] ^ fingerprint).bit_count(), row.added_at)
-            for row in rows
-            if start is None or row.added_at >= start
+            Match(key, near[row_id], (near[row_id] ^ fingerprint).bit_count(), added_at)
+            for row_id, (key, added_at) in self._row_details(conn, set(near)).items()
+            if start is None or added_at >= start
         ]
         found.sort(key=lambda match: (match.distance, match.added_at, match.key))
         return found
@@ -428,7 +440,7 @@ class SimStore:
                             for value in values
                         ]
                     lock_for_write(conn, self._ns_id, probe)
-                    return self._decide(conn, item, radius, moment)
+                    return self._decide(conn, [(item, radius, moment)])[0]
             except exc.IntegrityError:
                 # the same key raced in from elsewhere: the retry finds its decision
                 log.debug("integrity error adding %r, retrying", item.key)
@@ -460,49 +472,122 @@ class SimStore:
         return Decision(item.key, stored, False, match, (match,) if match else ())
 
     def _decide(
-        self,
-        conn: Connection,
-        item: _Item,
-        radius: int,
-        moment: datetime,
-    ) -> Decision:
-        earlier = self._earlier(conn, item.key)
-        if earlier is not None:
-            return self._replay(conn, earlier, item)
-        matches = self._search(conn, item.fingerprint, radius, moment)
-        part = partition_of(moment, self._partition_seconds)
-        if matches:
-            best = matches[0]
-            self._log(conn, item, moment, part, best)
-            return Decision(item.key, item.fingerprint, False, best, tuple(matches))
-        conn.execute(
-            sa.insert(fingerprints).values(
-                ns_id=self._ns_id,
-                key=item.key,
-                fp=to_signed(item.fingerprint),
-                **dict(zip(BAND_COLUMNS, bands(item.fingerprint), strict=True)),
-                added_at=moment,
-                part=part,
-            )
-        )
-        self._log(conn, item, moment, part, None)
-        return Decision(item.key, item.fingerprint, True)
+        self, conn: Connection, batch: Sequence[tuple[_Item, int, datetime]]
+    ) -> list[Decision]:
+        """Decide a batch in input order, under the caller's write lock, with few round trips.
 
-    def _log(
-        self, conn: Connection, item: _Item, moment: datetime, part: int, best: Match | None
-    ) -> None:
-        conn.execute(
-            sa.insert(decisions).values(
-                ns_id=self._ns_id,
-                key=item.key,
-                fp=to_signed(item.fingerprint),
-                decided_at=moment,
-                part=part,
-                inserted=best is None,
-                duplicate_of=None if best is None else best.key,
-                distance=None if best is None else best.distance,
+        One query finds earlier decisions of the batch's keys, one UNION finds every stored
+        candidate of every item, and kept items of the batch are indexed by band in memory, so an
+        item also sees the items kept before it in the same batch. Rows are inserted at the end.
+        """
+        keys = sorted({item.key for item, _radius, _moment in batch})
+        earlier: dict[str, Any] = {}
+        for first in range(0, len(keys), _IN_CHUNK):
+            chunk = keys[first : first + _IN_CHUNK]
+            for row in conn.execute(
+                sa.select(decisions).where(
+                    decisions.c.ns_id == self._ns_id, decisions.c.key.in_(chunk)
+                )
+            ):
+                earlier[row.key] = row
+        probes = [band_values(item.fingerprint, radius) for item, radius, _moment in batch]
+        wanted = {
+            (band, value) for probe in probes for band, values in probe.items() for value in values
+        }
+        stored = self._candidates(conn, sorted(wanted), min(moment for _i, _r, moment in batch))
+        stored_index = _BandIndex()
+        for row_id, value in stored.items():
+            stored_index.add(row_id, value)
+        near_ids = [
+            {
+                row_id
+                for row_id in stored_index.lookup(probe)
+                if (stored[row_id] ^ item.fingerprint).bit_count() <= radius
+            }
+            for (item, radius, _moment), probe in zip(batch, probes, strict=True)
+        ]
+        details = self._row_details(conn, set().union(*near_ids))
+
+        kept_index = _BandIndex()
+        kept: list[Match] = []
+        decided: dict[str, Decision] = {}
+        new_rows: list[dict[str, Any]] = []
+        log_rows: list[dict[str, Any]] = []
+        out: list[Decision] = []
+        for (item, radius, moment), probe, ids in zip(batch, probes, near_ids, strict=True):
+            if item.key in decided or item.key in earlier:
+                prior = decided.get(item.key) or self._replay(conn, earlier[item.key], item)
+                if prior.fingerprint != item.fingerprint:
+                    raise KeyConflict(
+                        f"key {item.key!r} appears twice with different fingerprints "
+                        f"({to_hex(prior.fingerprint)} and {to_hex(item.fingerprint)})"
+                    )
+                out.append(prior)
+                continue
+            start = window_start(moment, self.keep)
+            matches = [
+                Match(
+                    details[i][0],
+                    stored[i],
+                    (stored[i] ^ item.fingerprint).bit_count(),
+                    details[i][1],
+                )
+                for i in ids
+                if i in details and (start is None or details[i][1] >= start)
+            ]
+            for index in kept_index.lookup(probe):
+                other = kept[index]
+                distance = (other.fingerprint ^ item.fingerprint).bit_count()
+                if distance <= radius and (start is None or other.added_at >= start):
+                    matches.append(Match(other.key, other.fingerprint, distance, other.added_at))
+            matches.sort(key=lambda match: (match.distance, match.added_at, match.key))
+            part = partition_of(moment, self._partition_seconds)
+            best = matches[0] if matches else None
+            if best is None:
+                kept_index.add(len(kept), item.fingerprint)
+                kept.append(Match(item.key, item.fingerprint, 0, moment))
+                new_rows.append(
+                    {
+                        "ns_id": self._ns_id,
+                        "key": item.key,
+                        "fp": to_signed(item.fingerprint),
+                        **dict(zip(BAND_COLUMNS, bands(item.fingerprint), strict=True)),
+                        "added_at": moment,
+                        "part": part,
+                    }
+                )
+            log_rows.append(
+                {
+                    "ns_id": self._ns_id,
+                    "key": item.key,
+                    "fp": to_signed(item.fingerprint),
+                    "decided_at": moment,
+                    "part": part,
+                    "inserted": best is None,
+                    "duplicate_of": None if best is None else best.key,
+                    "distance": None if best is None else best.distance,
+                }
             )
-        )
+            decision = Decision(item.key, item.fingerprint, best is None, best, tuple(matches))
+            decided[item.key] = decision
+            out.append(decision)
+        if new_rows:
+            conn.execute(sa.insert(fingerprints), new_rows)
+        if log_rows:
+            conn.execute(sa.insert(decisions), log_rows)
+        return out
+
+    def _row_details(self, conn: Connection, ids: set[int]) -> dict[int, tuple[str, datetime]]:
+        found: dict[int, tuple[str, datetime]] = {}
+        ordered = sorted(ids)
+        for first in range(0, len(ordered), _IN_CHUNK):
+            for row in conn.execute(
+                sa.select(fingerprints.c.id, fingerprints.c.key, fingerprints.c.added_at).where(
+                    fingerprints.c.id.in_(ordered[first : first + _IN_CHUNK])
+                )
+            ):
+                found[int(row.id)] = (row.key, row.added_at)
+        return found
 
     def add_many(
         self,
@@ -576,10 +661,13 @@ class SimStore:
             with self._transaction() as conn:
                 lock_for_write(conn, self._ns_id, None)
                 # each kept row is visible to the next item's search: in-batch order is input order
-                return [
-                    self._decide(conn, item, self._radius_for(item, max_distance), moment)
-                    for item, moment in prepared
-                ]
+                return self._decide(
+                    conn,
+                    [
+                        (item, self._radius_for(item, max_distance), moment)
+                        for item, moment in prepared
+                    ],
+                )
         except (SimstoreError, exc.IntegrityError) as error:
             raise BatchFailed(
                 f"batch starting at item {committed} was not written: {error} "
