@@ -23,7 +23,9 @@ import sqlalchemy as sa
 from sqlalchemy import exc
 from sqlalchemy.engine import URL, Connection, Engine
 
+from simstore import _prepared as prepared
 from simstore import migrate
+from simstore._match import EXACT_BAND_RADIUS, near_pairs
 from simstore._version import __version__
 from simstore.db import redact, resolve_bind, translate_errors
 from simstore.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
@@ -48,7 +50,6 @@ MAX_KEY_LENGTH = 255
 MAX_NAMESPACE_LENGTH = 255
 BAND_LAYOUT = "4x16"
 PURGE_BATCH_ROWS = 10_000
-_IN_CHUNK = 500  # band values per IN list
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,17 @@ def _start_pysqlite_transaction(conn: Connection) -> None:
         conn.execute(
             sa.update(namespaces).where(sa.false()).values(write_count=namespaces.c.write_count)
         )
+
+
+def _chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for first in range(0, len(values), size):
+        yield values[first : first + size]
+
+
+def _padded_params(prefix: str, values: Sequence[Any]) -> dict[str, Any]:
+    """Bind values for an IN list padded (by repeating the last value) to a power-of-two size."""
+    size = prepared.padded(len(values))
+    return {f"{prefix}{j}": values[min(j, len(values) - 1)] for j in range(size)}
 
 
 def _check_key(key: object) -> str:
@@ -344,24 +356,25 @@ class SimStore:
         for band, value in wanted:
             per_band.setdefault(band, set()).add(value)
         start = window_start(now, self.keep)
-        cutoff = None if start is None else partition_of(start, self._partition_seconds)
-        selects = []
-        for band, values in per_band.items():
-            column = fingerprints.c[BAND_COLUMNS[band]]
-            ordered = sorted(values)
-            for first in range(0, len(ordered), _IN_CHUNK):
-                chunk = ordered[first : first + _IN_CHUNK]
-                condition = column == chunk[0] if len(chunk) == 1 else column.in_(chunk)
-                query = sa.select(fingerprints.c.id, fingerprints.c.fp).where(
-                    fingerprints.c.ns_id == self._ns_id, condition
-                )
-                if cutoff is not None:
-                    query = query.where(fingerprints.c.part >= cutoff)
-                selects.append(query)
-        if not selects:
-            return {}
-        statement = selects[0] if len(selects) == 1 else sa.union_all(*selects)
-        return {int(row[0]): from_signed(int(row[1])) for row in conn.execute(statement)}
+        params: dict[str, Any] = {"ns": self._ns_id}
+        if start is not None:
+            params["cutoff"] = partition_of(start, self._partition_seconds)
+        lists = [
+            (band, chunk)
+            for band, values in sorted(per_band.items())
+            for chunk in _chunks(sorted(values), prepared.MAX_IN)
+        ]
+        found: dict[int, int] = {}
+        for first in range(0, len(lists), prepared.MAX_SELECTS):
+            group = lists[first : first + prepared.MAX_SELECTS]
+            values = dict(params)
+            for i, (_band, chunk) in enumerate(group):
+                values.update(_padded_params(f"v{i}_", chunk))
+            shape = tuple((band, prepared.padded(len(chunk))) for band, chunk in group)
+            statement = prepared.candidate_lookup(conn.dialect, shape, start is not None)
+            for row in statement.run(conn, values):
+                found[int(row[0])] = from_signed(int(row[1]))
+        return found
 
     def _details(
         self, conn: Connection, near: dict[int, int], fingerprint: int, now: datetime
@@ -447,9 +460,7 @@ class SimStore:
         raise SimstoreError(f"could not add key {item.key!r}")  # pragma: no cover
 
     def _earlier(self, conn: Connection, key: str) -> Any:
-        return conn.execute(
-            sa.select(decisions).where(decisions.c.ns_id == self._ns_id, decisions.c.key == key)
-        ).first()
+        return self._decisions_of(conn, [key]).get(key)
 
     def _replay(self, conn: Connection, row: Any, item: _Item) -> Decision:
         stored = from_signed(int(row.fp))
@@ -480,32 +491,13 @@ class SimStore:
         candidate of every item, and kept items of the batch are indexed by band in memory, so an
         item also sees the items kept before it in the same batch. Rows are inserted at the end.
         """
-        keys = sorted({item.key for item, _radius, _moment in batch})
-        earlier: dict[str, Any] = {}
-        for first in range(0, len(keys), _IN_CHUNK):
-            chunk = keys[first : first + _IN_CHUNK]
-            for row in conn.execute(
-                sa.select(decisions).where(
-                    decisions.c.ns_id == self._ns_id, decisions.c.key.in_(chunk)
-                )
-            ):
-                earlier[row.key] = row
+        earlier = self._decisions_of(conn, [item.key for item, _radius, _moment in batch])
         probes = [band_values(item.fingerprint, radius) for item, radius, _moment in batch]
         wanted = {
             (band, value) for probe in probes for band, values in probe.items() for value in values
         }
         stored = self._candidates(conn, sorted(wanted), min(moment for _i, _r, moment in batch))
-        stored_index = _BandIndex()
-        for row_id, value in stored.items():
-            stored_index.add(row_id, value)
-        near_ids = [
-            {
-                row_id
-                for row_id in stored_index.lookup(probe)
-                if (stored[row_id] ^ item.fingerprint).bit_count() <= radius
-            }
-            for (item, radius, _moment), probe in zip(batch, probes, strict=True)
-        ]
+        near_ids = self._near_stored(batch, probes, stored)
         details = self._row_details(conn, set().union(*near_ids))
 
         kept_index = _BandIndex()
@@ -572,21 +564,52 @@ class SimStore:
             decided[item.key] = decision
             out.append(decision)
         if new_rows:
-            conn.execute(sa.insert(fingerprints), new_rows)
+            prepared.insert_into(conn.dialect, fingerprints).run_many(conn, new_rows)
         if log_rows:
-            conn.execute(sa.insert(decisions), log_rows)
+            prepared.insert_into(conn.dialect, decisions).run_many(conn, log_rows)
         return out
+
+    @staticmethod
+    def _near_stored(
+        batch: Sequence[tuple[_Item, int, datetime]],
+        probes: Sequence[Mapping[int, Iterable[int]]],
+        stored: dict[int, int],
+    ) -> list[set[int]]:
+        """For each item, the stored row ids within its radius (numpy join when radii <= 3)."""
+        if all(radius <= EXACT_BAND_RADIUS for _item, radius, _moment in batch):
+            row_ids = list(stored)
+            positions = near_pairs(
+                [item.fingerprint for item, _radius, _moment in batch],
+                [radius for _item, radius, _moment in batch],
+                list(stored.values()),
+            )
+            return [{row_ids[position] for position in found} for found in positions]
+        index = _BandIndex()
+        for row_id, value in stored.items():
+            index.add(row_id, value)
+        return [
+            {
+                row_id
+                for row_id in index.lookup(probe)
+                if (stored[row_id] ^ item.fingerprint).bit_count() <= radius
+            }
+            for (item, radius, _moment), probe in zip(batch, probes, strict=True)
+        ]
 
     def _row_details(self, conn: Connection, ids: set[int]) -> dict[int, tuple[str, datetime]]:
         found: dict[int, tuple[str, datetime]] = {}
-        ordered = sorted(ids)
-        for first in range(0, len(ordered), _IN_CHUNK):
-            for row in conn.execute(
-                sa.select(fingerprints.c.id, fingerprints.c.key, fingerprints.c.added_at).where(
-                    fingerprints.c.id.in_(ordered[first : first + _IN_CHUNK])
-                )
-            ):
-                found[int(row.id)] = (row.key, row.added_at)
+        for chunk in _chunks(sorted(ids), prepared.MAX_IN):
+            statement = prepared.rows_by_id(conn.dialect, prepared.padded(len(chunk)))
+            for row in statement.run(conn, _padded_params("i", chunk)):
+                found[int(row[0])] = (row[1], prepared.as_datetime(row[2]))
+        return found
+
+    def _decisions_of(self, conn: Connection, keys: Sequence[str]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for chunk in _chunks(sorted(set(keys)), prepared.MAX_IN):
+            statement = prepared.decisions_by_key(conn.dialect, prepared.padded(len(chunk)))
+            for row in statement.run(conn, {"ns": self._ns_id, **_padded_params("k", chunk)}):
+                found[row.key] = row
         return found
 
     def add_many(

@@ -1,0 +1,150 @@
+"""Hot-path SQL compiled once per dialect and shape, then run through the driver directly.
+
+Building and compiling a SQLAlchemy Core statement costs far more than an indexed SQLite lookup
+(hundreds of microseconds against tens), so the candidate lookups, key lookups and inserts that
+every add and query makes are compiled once and executed with ``exec_driver_sql``. IN lists are
+padded to power-of-two sizes so that the number of distinct shapes (cached statements) stays small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import ClauseElement
+
+from simstore.schema import BAND_COLUMNS, decisions, fingerprints
+
+MAX_IN = 512  # values per IN list
+MAX_SELECTS = 16  # IN lists per UNION ALL statement: at most 8192 parameters
+_CACHE_LIMIT = 512
+
+
+class Prepared:
+    """One statement compiled for one dialect, run with a mapping of its bind parameters."""
+
+    def __init__(self, statement: ClauseElement, dialect: sa.Dialect) -> None:
+        compiled = statement.compile(dialect=dialect)
+        assert isinstance(compiled, SQLCompiler)  # noqa: S101 - DML and SELECT compile to SQL
+        self.sql = str(compiled)
+        self._order = list(compiled.positiontup or []) if dialect.positional else None
+        # the conversions SQLAlchemy would apply (e.g. datetimes to SQLite's text format)
+        self._convert = {
+            name: processor
+            for name, bind in compiled.binds.items()
+            if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        }
+
+    def _bind(self, values: Mapping[str, Any]) -> Any:
+        if self._convert:
+            values = {
+                name: self._convert[name](value) if name in self._convert else value
+                for name, value in values.items()
+            }
+        return dict(values) if self._order is None else tuple(values[n] for n in self._order)
+
+    def run(self, conn: Connection, values: Mapping[str, Any]) -> list[Any]:
+        """Execute once; rows come back as the driver gives them."""
+        return list(conn.exec_driver_sql(self.sql, self._bind(values)).all())
+
+    def run_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        conn.exec_driver_sql(self.sql, [self._bind(row) for row in rows])
+
+
+_cache: dict[tuple[Any, ...], Prepared] = {}
+
+
+def _cached(key: tuple[Any, ...], dialect: sa.Dialect, build: Any) -> Prepared:
+    full_key = (dialect.name, *key)
+    prepared = _cache.get(full_key)
+    if prepared is None:
+        if len(_cache) >= _CACHE_LIMIT:
+            _cache.clear()
+        prepared = _cache[full_key] = Prepared(build(), dialect)
+    return prepared
+
+
+def padded(count: int) -> int:
+    """The power of two at or above ``count`` (at most MAX_IN)."""
+    size = 1
+    while size < count:
+        size *= 2
+    return min(size, MAX_IN)
+
+
+def candidate_lookup(
+    dialect: sa.Dialect, shape: tuple[tuple[int, int], ...], windowed: bool
+) -> Prepared:
+    """UNION ALL of band lookups: ``shape`` is (band, number of values) per IN list.
+
+    Parameters: ``ns``, ``cutoff`` (when windowed) and ``v{i}_{j}`` for list i, value j.
+    """
+
+    def build() -> ClauseElement:
+        selects = []
+        for i, (band, count) in enumerate(shape):
+            column = fingerprints.c[BAND_COLUMNS[band]]
+            names: list[Any] = [sa.bindparam(f"v{i}_{j}") for j in range(count)]
+            condition = column == names[0] if count == 1 else column.in_(names)
+            query = sa.select(fingerprints.c.id, fingerprints.c.fp).where(
+                fingerprints.c.ns_id == sa.bindparam("ns"), condition
+            )
+            if windowed:
+                query = query.where(fingerprints.c.part >= sa.bindparam("cutoff"))
+            selects.append(query)
+        return selects[0] if len(selects) == 1 else sa.union_all(*selects)
+
+    return _cached(("candidates", shape, windowed), dialect, build)
+
+
+def decisions_by_key(dialect: sa.Dialect, count: int) -> Prepared:
+    """The decisions of ``count`` keys (parameters ``ns`` and ``k0``..)."""
+
+    def build() -> ClauseElement:
+        names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
+        return sa.select(decisions).where(
+            decisions.c.ns_id == sa.bindparam("ns"),
+            decisions.c.key == names[0] if count == 1 else decisions.c.key.in_(names),
+        )
+
+    return _cached(("decisions", count), dialect, build)
+
+
+def rows_by_id(dialect: sa.Dialect, count: int) -> Prepared:
+    """Key and time of ``count`` fingerprint rows (parameters ``i0``..)."""
+
+    def build() -> ClauseElement:
+        names: list[Any] = [sa.bindparam(f"i{j}") for j in range(count)]
+        return sa.select(fingerprints.c.id, fingerprints.c.key, fingerprints.c.added_at).where(
+            fingerprints.c.id == names[0] if count == 1 else fingerprints.c.id.in_(names)
+        )
+
+    return _cached(("rows", count), dialect, build)
+
+
+def insert_into(dialect: sa.Dialect, table: sa.Table) -> Prepared:
+    """INSERT of every column but the id, parameters named after the columns."""
+
+    def build() -> ClauseElement:
+        return sa.insert(table).values(
+            {
+                column.name: sa.bindparam(column.name, type_=column.type)
+                for column in table.c
+                if column.name != "id"
+            }
+        )
+
+    return _cached(("insert", table.name), dialect, build)
+
+
+def as_datetime(value: Any) -> datetime:
+    """A timestamp as read through the driver (SQLite hands back text)."""
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        raise TypeError(f"expected a timestamp, got {type(value).__name__}")
+    return value
