@@ -48,11 +48,29 @@ class Prepared:
         return dict(values) if self._order is None else tuple(values[n] for n in self._order)
 
     def run(self, conn: Connection, values: Mapping[str, Any]) -> list[Any]:
-        """Execute once; rows come back as the driver gives them."""
-        return list(conn.exec_driver_sql(self.sql, self._bind(values)).all())
+        """Execute once on the DBAPI cursor; rows come back as the driver gives them."""
+        return self._on_cursor(conn, False, self._bind(values))
 
     def run_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        conn.exec_driver_sql(self.sql, [self._bind(row) for row in rows])
+        """executemany on the connection's DBAPI cursor."""
+        self._on_cursor(conn, True, [self._bind(row) for row in rows])
+
+    def _on_cursor(self, conn: Connection, many: bool, params: Any) -> list[Any]:
+        # The DBAPI cursor directly: SQLAlchemy's result machinery costs more than a SQLite lookup.
+        cursor = conn.connection.cursor()
+        try:
+            if many:
+                cursor.executemany(self.sql, params)
+                return []
+            cursor.execute(self.sql, params)
+            return list(cursor.fetchall())
+        except conn.dialect.loaded_dbapi.Error as error:
+            # wrapped as SQLAlchemy would (IntegrityError, OperationalError, ...)
+            raise sa.exc.DBAPIError.instance(
+                self.sql, params, error, conn.dialect.loaded_dbapi.Error
+            ) from error
+        finally:
+            cursor.close()
 
 
 _cache: dict[tuple[Any, ...], Prepared] = {}
