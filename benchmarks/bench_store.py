@@ -19,6 +19,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -45,6 +46,35 @@ def near(value: int, rng: random.Random, distance: int) -> int:
     for bit in rng.sample(range(64), distance):
         value ^= 1 << bit
     return value
+
+
+class RawSqlite:
+    """The floor: the same 4-band UNION ALL through the sqlite3 module, same file, same indexes."""
+
+    def __init__(self, url: str, namespace: str) -> None:
+        self.connection = sqlite3.connect(url.removeprefix("sqlite:///"))
+        row = self.connection.execute(
+            "SELECT id FROM simstore_namespaces WHERE name = ?", (namespace,)
+        ).fetchone()
+        self.ns_id = row[0]
+        self.sql = " UNION ALL ".join(
+            f"SELECT id, fp FROM simstore_fingerprints WHERE ns_id = ? AND b{b} = ?"
+            for b in range(4)
+        )
+        self.candidates: list[int] = []
+
+    def query(self, value: int) -> list[int]:
+        params: list[int] = []
+        for band in bands(value):
+            params += [self.ns_id, band]
+        result = self.connection.execute(self.sql, params).fetchall()
+        self.candidates.append(len(result))
+        signed = to_signed(value)
+        return [
+            (signed ^ fp) & (2**64 - 1)
+            for _id, fp in result
+            if ((signed ^ fp) & (2**64 - 1)).bit_count() <= 3
+        ]
 
 
 def main() -> None:
@@ -85,55 +115,27 @@ def main() -> None:
 
     random_queries = [rng.getrandbits(64) for _ in range(args.queries)]
     planted = [near(rng.choice(stored), rng, rng.randrange(0, 4)) for _ in range(args.queries)]
+    raw_floor = RawSqlite(url, namespace) if url.startswith("sqlite") else None
     rows: list[tuple[str, list[float], str]] = []
     for _round in range(2):  # the first round warms caches; report the second
-        rows = []
-        rows.append(
+        rows = [
             (
                 "query k=3, random",
-                timed([lambda q=q: store.query(fingerprint=q) for q in random_queries]),
+                timed([partial(store.query, fingerprint=q) for q in random_queries]),
                 "",
-            )
-        )
-        found = [0]
-
-        def planted_query(q: int) -> None:
-            found[0] += bool(store.query(fingerprint=q))
-
-        rows.append(
+            ),
             (
                 "query k=3, near-duplicate",
-                timed([lambda q=q: planted_query(q) for q in planted]),
+                timed([partial(store.query, fingerprint=q) for q in planted]),
                 "",
-            )
-        )
-        if url.startswith("sqlite"):
-            raw = sqlite3.connect(url.removeprefix("sqlite:///"))
-            ns_id = raw.execute(
-                "SELECT id FROM simstore_namespaces WHERE name = ?", (namespace,)
-            ).fetchone()[0]
-            sql = " UNION ALL ".join(
-                f"SELECT id, fp FROM simstore_fingerprints WHERE ns_id = ? AND b{b} = ?"
-                for b in range(4)
-            )
-            candidates: list[int] = []
-
-            def raw_query(q: int) -> None:
-                params: list[int] = []
-                for band in bands(q):
-                    params += [ns_id, band]
-                result = raw.execute(sql, params).fetchall()
-                candidates.append(len(result))
-                [to_signed(q) ^ fp for _id, fp in result]
-
-            rows.append(
-                (
-                    "raw sqlite3 4-band UNION ALL (floor)",
-                    timed([lambda q=q: raw_query(q) for q in random_queries]),
-                    f"{statistics.mean(candidates) if candidates else 0:.0f} candidates",
-                )
-            )
-            raw.close()
+            ),
+        ]
+        if raw_floor is not None:
+            raw_floor.candidates.clear()
+            samples = timed([partial(raw_floor.query, q) for q in random_queries])
+            note = f"{statistics.mean(raw_floor.candidates):.0f} candidates"
+            rows.append(("raw sqlite3 4-band UNION ALL (floor)", samples, note))
+    found = sum(bool(store.query(fingerprint=q)) for q in planted)
     new_values = [rng.getrandbits(64) for _ in range(args.adds)]
     rows.append(
         (
@@ -166,7 +168,7 @@ def main() -> None:
         f"simstore store benchmark: {dialect}, {args.rows:,} kept fingerprints, namespace {namespace}"
     )
     print(f"bulk load via add_many: {args.rows / load_seconds:,.0f} rows/s ({load_seconds:.0f} s)")
-    print(f"planted near-duplicate queries that found their target: {found[0]}/{len(planted)}")
+    print(f"planted near-duplicate queries that found their target: {found}/{len(planted)}")
     floor = next((statistics.median(s) for name, s, _ in rows if name.startswith("raw")), None)
     print(f"{'operation':40} {'p50 us':>9} {'p99 us':>9} {'vs floor':>9}  note")
     for name, samples, note in rows:
