@@ -1,0 +1,1 @@
+"""Optional framework adapters; importing simstore imports none of them."""

@@ -1,0 +1,115 @@
+"""Flask integration: ``FlaskSimStore(app)`` or ``ext.init_app(app)``.
+
+Configuration keys (all optional):
+
+- ``SIMSTORE_URL``: the database; default is Flask-SQLAlchemy's engine when the app has one (no
+  second engine), else ``sqlite:///<instance folder>/simstore.db``.
+- ``SIMSTORE_NAMESPACE`` (``"default"``), ``SIMSTORE_PRESET``, ``SIMSTORE_MAX_DISTANCE`` (3),
+  ``SIMSTORE_KEEP`` (e.g. ``"2d"``), ``SIMSTORE_AUTO_UPGRADE`` (None: SQLite yes, servers no).
+
+``ext.store`` is the app's SimStore (made on first use, inside an app context). The ``flask
+simstore`` command group offers ``db upgrade``, ``db current``, ``db check`` and ``stats``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+try:
+    import click
+    from flask import Flask, current_app
+except ImportError as error:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "simstore.contrib.flask needs Flask: pip install 'simstore[flask]'"
+    ) from error
+
+from simstore import migrate
+from simstore.store import SimStore
+
+EXTENSION_KEY = "simstore"
+
+
+class FlaskSimStore:
+    """A Flask extension holding one SimStore per application."""
+
+    def __init__(self, app: Flask | None = None) -> None:
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app: Flask) -> None:
+        app.config.setdefault("SIMSTORE_URL", None)
+        app.config.setdefault("SIMSTORE_NAMESPACE", "default")
+        app.config.setdefault("SIMSTORE_PRESET", None)
+        app.config.setdefault("SIMSTORE_MAX_DISTANCE", 3)
+        app.config.setdefault("SIMSTORE_KEEP", None)
+        app.config.setdefault("SIMSTORE_AUTO_UPGRADE", None)
+        app.extensions[EXTENSION_KEY] = _State()
+        app.cli.add_command(_command_group())
+
+    @property
+    def store(self) -> SimStore:
+        """The current application's store (needs an application context)."""
+        return store_for(current_app)
+
+
+class _State:
+    def __init__(self) -> None:
+        self.store: SimStore | None = None
+
+
+def bind_for(app: Flask) -> Any:
+    """What the app's store binds to: SIMSTORE_URL, Flask-SQLAlchemy's engine, or a SQLite file."""
+    url = app.config.get("SIMSTORE_URL")
+    if url:
+        return url
+    sqlalchemy_extension = app.extensions.get("sqlalchemy")
+    if sqlalchemy_extension is not None:
+        with app.app_context():
+            return sqlalchemy_extension.engine
+    os.makedirs(app.instance_path, exist_ok=True)
+    return f"sqlite:///{os.path.join(app.instance_path, 'simstore.db')}"
+
+
+def store_for(app: Flask) -> SimStore:
+    state: _State | None = app.extensions.get(EXTENSION_KEY)
+    if state is None:
+        raise RuntimeError("FlaskSimStore.init_app(app) was not called for this application")
+    if state.store is None:
+        config = app.config
+        state.store = SimStore(
+            bind_for(app),
+            namespace=config["SIMSTORE_NAMESPACE"],
+            preset=config["SIMSTORE_PRESET"],
+            max_distance=config["SIMSTORE_MAX_DISTANCE"],
+            keep=config["SIMSTORE_KEEP"],
+            auto_upgrade=config["SIMSTORE_AUTO_UPGRADE"],
+        )
+    return state.store
+
+
+def _command_group() -> click.Group:
+    from flask.cli import AppGroup
+
+    group = AppGroup("simstore", help="simstore near-duplicate store commands.")
+    database = AppGroup("db", help="simstore's schema (its own alembic migrations).")
+    group.add_command(database)
+
+    @database.command("upgrade", help="Upgrade simstore's tables to this version's schema.")
+    def upgrade() -> None:
+        click.echo(migrate.upgrade(bind_for(current_app)))
+
+    @database.command("current", help="Show the schema revision of the database.")
+    def current() -> None:
+        click.echo(migrate.current(bind_for(current_app)) or "none")
+
+    @database.command("check", help="Exit non-zero unless the schema is up to date.")
+    def check() -> None:
+        click.echo(migrate.check(bind_for(current_app)))
+
+    @group.command("stats", help="Counts of kept fingerprints and decisions.")
+    def stats() -> None:
+        for name, value in vars(store_for(current_app).stats()).items():
+            click.echo(f"{name}: {value}")
+
+    return group

@@ -1,0 +1,63 @@
+"""A real Flask application with Flask-SQLAlchemy: simstore reuses its engine, a view rejects a
+near-duplicate post, and ``flask simstore db upgrade`` works through Flask's CLI runner."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("flask", reason="the flask extra is not installed")
+pytest.importorskip("flask_sqlalchemy", reason="the flask extra is not installed")
+
+from flask import Flask, request
+from flask_sqlalchemy import SQLAlchemy
+
+from simstore.contrib.flask import FlaskSimStore
+
+POST = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
+REPOST = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花!明天可能下雨，出门记得带伞"
+
+
+def make_app(database: Path) -> tuple[Flask, FlaskSimStore, SQLAlchemy]:
+    app = Flask(__name__)
+    app.config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{database}"
+    db = SQLAlchemy(app)
+    dedup = FlaskSimStore(app)
+
+    @app.post("/posts/<key>")
+    def create_post(key: str) -> tuple[dict[str, object], int]:
+        decision = dedup.store.add(request.get_data(as_text=True), key=key)
+        if not decision.inserted and decision.duplicate_of is not None:
+            return {"duplicate_of": decision.duplicate_of.key}, 409
+        return {"kept": key}, 201
+
+    return app, dedup, db
+
+
+def test_a_view_rejects_a_near_duplicate_post(tmp_path: Path) -> None:
+    app, dedup, db = make_app(tmp_path / "app.db")
+    client = app.test_client()
+    first = client.post("/posts/p1", data=POST)
+    assert first.status_code == 201
+    second = client.post("/posts/p2", data=REPOST)
+    assert second.status_code == 409 and second.get_json() == {"duplicate_of": "p1"}
+    with app.app_context():
+        assert dedup.store._bound_engine is db.engine
+
+
+def test_flask_cli_upgrades_the_schema(tmp_path: Path) -> None:
+    app, _dedup, _db = make_app(tmp_path / "cli.db")
+    runner = app.test_cli_runner()
+    result = runner.invoke(args=["simstore", "db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    assert runner.invoke(args=["simstore", "db", "check"]).exit_code == 0
+    assert "kept: 0" in runner.invoke(args=["simstore", "stats"]).output
+
+
+def test_importing_simstore_imports_no_framework() -> None:
+    code = "import sys, simstore; print('flask' in sys.modules, 'django' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
