@@ -1,0 +1,89 @@
+"""Django integration: add ``"simstore.contrib.django"`` to INSTALLED_APPS.
+
+Configuration: an optional ``SIMSTORE`` setting, a dict with any of ``URL`` (default: the Django
+database named by ``DATABASE``, itself ``"default"``, translated to an SQLAlchemy URL),
+``NAMESPACE``, ``PRESET``, ``MAX_DISTANCE``, ``KEEP``.
+
+Schema: ``manage.py migrate`` creates and upgrades simstore's tables, through a Django migration
+of this app that runs simstore's own alembic upgrade (simstore keeps its own version table, so
+Django's and simstore's histories never mix). ``manage.py simstore db upgrade|current|check`` and
+``manage.py simstore stats`` are there too. ``get_store()`` returns the project's SimStore.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+try:
+    from django.conf import settings
+    from django.db import connections
+except ImportError as error:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "simstore.contrib.django needs Django: pip install 'simstore[django]'"
+    ) from error
+
+from sqlalchemy.engine import URL
+
+from simstore.errors import InvalidInput
+from simstore.store import SimStore
+
+_DRIVERS = {
+    "sqlite3": "sqlite",
+    "postgresql": "postgresql+psycopg",
+    "mysql": "mysql+pymysql",
+}
+_lock = threading.Lock()
+_stores: dict[str, SimStore] = {}
+
+
+def _options() -> dict[str, Any]:
+    return dict(getattr(settings, "SIMSTORE", {}) or {})
+
+
+def configured_alias() -> str:
+    """The Django database simstore lives in (``SIMSTORE["DATABASE"]``, default ``"default"``)."""
+    return str(_options().get("DATABASE", "default"))
+
+
+def database_url(alias: str | None = None) -> str:
+    """The SQLAlchemy URL of a Django database (the one the process really uses, test DBs too)."""
+    config = connections[alias or configured_alias()].settings_dict
+    backend = str(config["ENGINE"]).rsplit(".", 1)[-1]
+    driver = _DRIVERS.get(backend)
+    if driver is None:
+        raise InvalidInput(f"simstore cannot use Django's database engine {config['ENGINE']}")
+    if driver == "sqlite":
+        name = str(config["NAME"])
+        return "sqlite://" if name in ("", ":memory:") else f"sqlite:///{name}"
+    url = URL.create(
+        driver,
+        username=config.get("USER") or None,
+        password=config.get("PASSWORD") or None,
+        host=config.get("HOST") or None,
+        port=int(config["PORT"]) if config.get("PORT") else None,
+        database=config.get("NAME") or None,
+    )
+    return url.render_as_string(hide_password=False)
+
+
+def store_url() -> str:
+    return str(_options().get("URL") or database_url())
+
+
+def get_store() -> SimStore:
+    """The project's SimStore, made on first use and shared by the process."""
+    url = store_url()
+    with _lock:
+        store = _stores.get(url)
+        if store is None:
+            options = _options()
+            store = _stores[url] = SimStore(
+                url,
+                namespace=options.get("NAMESPACE", "default"),
+                preset=options.get("PRESET"),
+                max_distance=options.get("MAX_DISTANCE", 3),
+                keep=options.get("KEEP"),
+                auto_upgrade=False,  # manage.py migrate (or simstore db upgrade) owns the schema
+            )
+        return store

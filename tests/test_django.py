@@ -1,0 +1,91 @@
+"""A real minimal Django project on SQLite and PostgreSQL: ``manage.py migrate`` creates simstore's
+schema, ``manage.py simstore`` works, and ``get_store()`` rejects a near-duplicate."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.conftest import new_server_database
+
+pytest.importorskip("django", reason="the django extra is not installed")
+
+TEXT = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
+EDITED = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花!明天可能下雨，出门记得带伞"
+
+
+def make_project(folder: Path, database: dict[str, object]) -> None:
+    (folder / "settings.py").write_text(
+        textwrap.dedent(
+            f"""
+            SECRET_KEY = "test-only"
+            INSTALLED_APPS = ["simstore.contrib.django"]
+            DATABASES = {{"default": {database!r}}}
+            USE_TZ = True
+            SIMSTORE = {{"NAMESPACE": "comments", "KEEP": "2d"}}
+            """
+        )
+    )
+    (folder / "manage.py").write_text(
+        textwrap.dedent(
+            """
+            import os, sys
+            from django.core.management import execute_from_command_line
+            os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings")
+            execute_from_command_line(sys.argv)
+            """
+        )
+    )
+
+
+def manage(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=folder, capture_output=True, text=True
+    )
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def project(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    if request.param == "sqlite":
+        database: dict[str, object] = {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(tmp_path / "django.db"),
+        }
+    else:
+        url = make_url(new_server_database("postgresql"))
+        database = {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": url.database,
+            "USER": url.username or "",
+            "PASSWORD": url.password or "",
+            "HOST": url.host or "",
+            "PORT": str(url.port or ""),
+        }
+    make_project(tmp_path, database)
+    return tmp_path
+
+
+def test_migrate_creates_the_schema_and_the_store_works(project: Path) -> None:
+    before = manage(project, "simstore", "db", "check")
+    assert before.returncode != 0 and "simstore db upgrade" in before.stderr
+    migrated = manage(project, "migrate")
+    assert migrated.returncode == 0, migrated.stderr
+    assert manage(project, "simstore", "db", "check").returncode == 0
+    script = (
+        "from simstore.contrib.django import get_store\n"
+        "store = get_store()\n"
+        f"first = store.add({TEXT!r}, key='c1')\n"
+        f"second = store.add({EDITED!r}, key='c2')\n"
+        "print('RESULT', first.inserted, second.inserted, second.duplicate_of.key)\n"
+    )
+    shell = manage(project, "shell", "-c", script)
+    assert shell.returncode == 0, shell.stderr
+    result = [line for line in shell.stdout.splitlines() if line.startswith("RESULT")]
+    assert result == ["RESULT True False c1"]
+    stats = manage(project, "simstore", "stats")
+    assert "namespace: comments" in stats.stdout and "kept: 1" in stats.stdout
