@@ -13,11 +13,13 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
-from simstore._bitsum import I64, U64, BitSums
+from simstore._bitsum import I64, U64, BitSums, pack_bits, unpack_bits
 from simstore.presets import Preset
 
 if TYPE_CHECKING:
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
 
 Result = tuple[list[int], list[int]]
 CHUNK = 1 << 16  # features hashed and summed per numpy step
-_MD5_CACHE_LIMIT = 1 << 18  # distinct windows remembered within one batch call
 
 # --- character windows hashed with MD5 (the PyPI simhash package and seed 000) -----------------
 
@@ -37,75 +38,157 @@ def pypi_normalise(text: str) -> str:
     return "".join(_PYPI_WORD_RUNS.findall(text.lower()))
 
 
-def windows(content: str, width: int) -> list[str]:
-    """Sliding windows of ``width`` characters; the whole string when it is shorter (even empty)."""
-    return [content[i : i + width] for i in range(max(len(content) - width + 1, 1))]
+def md5_low64(feature: str) -> int:
+    """The low 64 bits of the MD5 of ``feature``'s UTF-8 bytes (digest bytes 8..15, big-endian)."""
+    # surrogatepass: a lone surrogate cannot survive the word filter, but never crash if one did
+    digest = hashlib.md5(feature.encode("utf-8", "surrogatepass"), usedforsecurity=False).digest()
+    return int.from_bytes(digest[8:], "big")
 
 
-def _md5_low64(feature: str) -> int:
-    # surrogatepass: a lone surrogate cannot survive the word filter, but never crash if one does
-    digest = hashlib.md5(feature.encode("utf-8", "surrogatepass"), usedforsecurity=False).digest()[
-        8:
-    ]
-    return int.from_bytes(digest, "big")
+# MD5 (RFC 1321) over many one-block messages at once: a window of up to 13 characters is at most
+# 52 UTF-8 bytes, so with its 0x80 pad byte and 8-byte length it fits one 64-byte block.
+_MD5_SHIFTS = [7, 12, 17, 22] * 4 + [5, 9, 14, 20] * 4 + [4, 11, 16, 23] * 4 + [6, 10, 15, 21] * 4
+_MD5_CONSTANTS = [  # RFC 1321's table T: floor(abs(sin(i + 1)) * 2**32)
+    0xD76AA478, 0xE8C7B756, 0x242070DB, 0xC1BDCEEE, 0xF57C0FAF, 0x4787C62A, 0xA8304613, 0xFD469501,
+    0x698098D8, 0x8B44F7AF, 0xFFFF5BB1, 0x895CD7BE, 0x6B901122, 0xFD987193, 0xA679438E, 0x49B40821,
+    0xF61E2562, 0xC040B340, 0x265E5A51, 0xE9B6C7AA, 0xD62F105D, 0x02441453, 0xD8A1E681, 0xE7D3FBC8,
+    0x21E1CDE6, 0xC33707D6, 0xF4D50D87, 0x455A14ED, 0xA9E3E905, 0xFCEFA3F8, 0x676F02D9, 0x8D2A4C8A,
+    0xFFFA3942, 0x8771F681, 0x6D9D6122, 0xFDE5380C, 0xA4BEEA44, 0x4BDECFA9, 0xF6BB4B60, 0xBEBFBC70,
+    0x289B7EC6, 0xEAA127FA, 0xD4EF3085, 0x04881D05, 0xD9D4D039, 0xE6DB99E5, 0x1FA27CF8, 0xC4AC5665,
+    0xF4292244, 0x432AFF97, 0xAB9423A7, 0xFC93A039, 0x655B59C3, 0x8F0CCC92, 0xFFEFF47D, 0x85845DD1,
+    0x6FA87E4F, 0xFE2CE6E0, 0xA3014314, 0x4E0811A1, 0xF7537E82, 0xBD3AF235, 0x2AD7D2BB, 0xEB86D391,
+]  # fmt: skip
+_MD5_WORDS = [(i, (5 * i + 1) % 16, (3 * i + 5) % 16, (7 * i) % 16)[i // 16] for i in range(64)]
+_MD5_INIT = (0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476)
+_MD5_BLOCK_WIDTH = 13  # the widest window (in characters) that always fits one block
+# indexed by 1 + (message bytes in this word: -1 when it ended before, 4 when it goes on)
+_WORD_KEEP = np.array([0, 0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)
+_WORD_PAD = np.array([0, 0x80, 0x8000, 0x800000, 0x80000000, 0], dtype=np.uint32)
 
 
-def _window_weights(count: int, scheme: str) -> list[int]:
-    heavy = count // 2 + 1
-    if scheme == "pre":
-        return [3] * heavy + [1] * (count - heavy)
-    return [1] * (count - heavy) + [3] * heavy
+def _md5_blocks_low64(words: list[npt.NDArray[np.uint32] | None], n: int) -> U64:
+    """Low 64 bits of the MD5 of ``n`` padded one-block messages.
+
+    ``words[w]`` holds message word w (little-endian uint32) of every message, or None when it is
+    zero for all of them (short windows leave most of the block empty).
+    """
+    a, b, c, d = (np.full(n, value, dtype=np.uint32) for value in _MD5_INIT)
+    f = np.empty(n, dtype=np.uint32)
+    rotated = np.empty(n, dtype=np.uint32)
+    for i in range(64):
+        if i < 16:  # F = (b & c) | (~b & d)
+            np.bitwise_xor(c, d, out=f)
+            f &= b
+            f ^= d
+        elif i < 32:  # G = (b & d) | (c & ~d)
+            np.bitwise_xor(b, c, out=f)
+            f &= d
+            f ^= c
+        elif i < 48:  # H = b ^ c ^ d
+            np.bitwise_xor(b, c, out=f)
+            f ^= d
+        else:  # I = c ^ (b | ~d)
+            np.invert(d, out=f)
+            f |= b
+            f ^= c
+        f += a
+        word = words[_MD5_WORDS[i]]
+        if word is not None:
+            f += word
+        f += np.uint32(_MD5_CONSTANTS[i])
+        np.left_shift(f, np.uint32(_MD5_SHIFTS[i]), out=rotated)
+        f >>= np.uint32(32 - _MD5_SHIFTS[i])
+        f |= rotated
+        f += b
+        a, b, c, d, f = d, f, b, c, a  # the old a's buffer is free: it becomes the next f
+    c += np.uint32(_MD5_INIT[2])
+    d += np.uint32(_MD5_INIT[3])
+    # digest bytes 8..15 are c then d, each little-endian; read them as one big-endian integer
+    low = np.stack([c, d], axis=1).astype("<u4").view(">u8").reshape(-1)
+    return low.astype(np.uint64)
+
+
+def _md5_low64_windows(joined: str, starts: I64, counts: I64, width: int) -> U64:
+    """MD5 low 64 bits of ``joined[s : s + c]`` for every (start, count) pair."""
+    if width > _MD5_BLOCK_WIDTH:  # a window may need two blocks: hash one at a time
+        pairs = zip(starts.tolist(), counts.tolist(), strict=True)
+        return np.array([md5_low64(joined[s : s + c]) for s, c in pairs], dtype=np.uint64)
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    byte_offsets = np.zeros(len(points) + 1, dtype=np.int64)
+    np.cumsum(
+        (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000) + 1,
+        out=byte_offsets[1:],
+    )
+    first_byte = byte_offsets[starts]
+    lengths = byte_offsets[starts + counts] - first_byte
+    # the message bytes plus the 0x80 pad byte, rounded up to whole words
+    span = (4 * width + 1 + 3) // 4 * 4
+    utf8 = np.frombuffer(joined.encode("utf-8", "surrogatepass") + bytes(span), dtype=np.uint8)
+    head = np.lib.stride_tricks.sliding_window_view(utf8, span)[first_byte]
+    words: list[npt.NDArray[np.uint32] | None] = [None] * 16
+    for index, word in enumerate(np.ascontiguousarray(head.view("<u4").T)):
+        # where the message ends inside this word: keep its bytes, add the 0x80 pad, clear the rest
+        end = np.clip(lengths - 4 * index, -1, 4) + 1
+        word &= _WORD_KEEP[end]
+        word |= _WORD_PAD[end]
+        words[index] = word
+    words[14] = (lengths * 8).astype(np.uint32)  # message length in bits (< 2**32)
+    return _md5_blocks_low64(words, len(starts))
 
 
 def char_window_md5(texts: Sequence[str], preset: Preset) -> Result:
+    """Seed 000 / the PyPI package: MD5 of sliding character windows, weighted flat or by position.
+
+    Windows are cut into pieces of at most CHUNK windows; pieces of many texts are hashed together
+    in one vectorised MD5 and summed per bit.
+    """
     width = int(preset.params["width"])
     scheme = str(preset.params["weighting"])
     sums = BitSums(len(texts))
-    cache: dict[str, int] = {}
     features: list[int] = []
-    doc_ids: list[int] = []
-    hashes: list[int] = []
-    weights: list[int] = []
+    pieces: list[str] = []  # a piece holds the characters of windows first..first+n-1 of a doc
+    piece_docs: list[int] = []
+    piece_first: list[int] = []
+    piece_windows: list[int] = []
+    doc_windows: list[int] = []  # per piece: how many windows its whole document has
 
     def flush() -> None:
-        sums.add(
-            np.asarray(doc_ids, dtype=np.int64),
-            np.asarray(hashes, dtype=np.uint64),
-            None if scheme == "count" else np.asarray(weights, dtype=np.int64),
-        )
-        doc_ids.clear()
-        hashes.clear()
-        weights.clear()
+        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        per_piece = np.asarray(piece_windows, dtype=np.int64)
+        owner = np.repeat(np.arange(len(pieces)), per_piece)  # the piece of each window
+        within = np.arange(len(owner)) - np.repeat(np.cumsum(per_piece) - per_piece, per_piece)
+        starts = (np.cumsum(lengths) - lengths)[owner] + within
+        counts = np.minimum(lengths, width)[owner]  # a text shorter than width is one window
+        hashes = _md5_low64_windows("".join(pieces), starts, counts, width)
+        doc_ids = np.asarray(piece_docs, dtype=np.int64)[owner]
+        weights = None  # "count": a window seen w times is w votes of weight 1
+        if scheme != "count":
+            index = np.asarray(piece_first, dtype=np.int64)[owner] + within
+            total = np.asarray(doc_windows, dtype=np.int64)[owner]
+            heavy = index < total // 2 + 1 if scheme == "pre" else index >= total - total // 2 - 1
+            weights = np.where(heavy, 3, 1).astype(np.int64)
+        sums.add(doc_ids, hashes, weights)
+        for pending in (pieces, piece_docs, piece_first, piece_windows, doc_windows):
+            pending.clear()
 
+    pending_windows = 0
     for doc, text in enumerate(texts):
         content = pypi_normalise(text)
-        features.append(max(len(content) - width + 1, 1) if content else 0)
-        for start in range(0, max(len(content) - width + 1, 1), CHUNK):
-            piece = content[start : start + CHUNK + width - 1]
-            chunk_windows = windows(piece, width)
-            if scheme == "count":
-                counted: dict[str, int] = Counter(chunk_windows)
-                chunk_windows, chunk_weights = list(counted), list(counted.values())
-            else:
-                total = max(len(content) - width + 1, 1)
-                chunk_weights = _window_weights(total, scheme)[start : start + len(chunk_windows)]
-            if len(cache) > _MD5_CACHE_LIMIT:
-                cache.clear()
-            for window, weight in zip(chunk_windows, chunk_weights, strict=True):
-                digest = cache.get(window)
-                if digest is None:
-                    digest = cache[window] = _md5_low64(window)
-                if scheme == "count":
-                    # a window counted w times is w identical votes: repeat instead of weighting
-                    doc_ids.extend([doc] * weight)
-                    hashes.extend([digest] * weight)
-                else:
-                    doc_ids.append(doc)
-                    hashes.append(digest)
-                    weights.append(weight)
-            if len(hashes) >= CHUNK:
+        total = max(len(content) - width + 1, 1)  # one feature, the whole string, when short
+        features.append(total if content else 0)
+        for first in range(0, total, CHUNK):
+            count = min(CHUNK, total - first)
+            pieces.append(content[first : first + count + width - 1])
+            piece_docs.append(doc)
+            piece_first.append(first)
+            piece_windows.append(count)
+            doc_windows.append(total)
+            pending_windows += count
+            if pending_windows >= CHUNK:
                 flush()
-    flush()
+                pending_windows = 0
+    if pieces:
+        flush()
     return sums.fingerprints(), features
 
 
@@ -196,32 +279,30 @@ def jieba_keywords(text: str, top_k: int) -> list[tuple[str, float]]:
     cache, gives the same words for the price of a single segmentation.
     """
     extractor = _tfidf()
-    frequencies: dict[str, float] = {}
-    for segment in extractor.tokenizer.cut(text):
-        for word in _recut(segment):
-            if len(word.strip()) < 2 or word.lower() in extractor.stop_words:
-                continue
-            frequencies[word] = frequencies.get(word, 0.0) + 1.0
-    total = sum(frequencies.values())
-    for word in frequencies:
-        frequencies[word] *= extractor.idf_freq.get(word, extractor.median_idf) / total
-    ranked = sorted(frequencies, key=frequencies.__getitem__, reverse=True)
-    return [(word, frequencies[word]) for word in ranked[:top_k]]
+    stop_words, idf, median_idf = extractor.stop_words, extractor.idf_freq, extractor.median_idf
+    # counted in first-seen order, then filtered once per distinct word: the same words, order and
+    # (exact, integral) counts as extract_tags's per-occurrence loop, at C speed
+    counts = Counter(chain.from_iterable(map(_recut, extractor.tokenizer.cut(text))))
+    kept = {w: n for w, n in counts.items() if len(w.strip()) >= 2 and w.lower() not in stop_words}
+    total = float(sum(kept.values()))
+    weights = {word: count * (idf.get(word, median_idf) / total) for word, count in kept.items()}
+    ranked = sorted(weights, key=weights.__getitem__, reverse=True)  # stable, like extract_tags
+    return [(word, weights[word]) for word in ranked[:top_k]]
 
 
 def jieba_tfidf(texts: Sequence[str], preset: Preset) -> Result:
     top_k = int(preset.params["top_k"])
-    fingerprints, features = [], []
-    for text in texts:
-        keywords = jieba_keywords(text, top_k)
-        votes = [0.0] * 64
-        for word, weight in keywords:
-            value = _string_hash64(word)
-            for bit in range(64):
-                votes[bit] += weight if (value >> bit) & 1 else -weight
-        fingerprints.append(sum(1 << bit for bit in range(64) if votes[bit] > 0))
-        features.append(len(keywords))
-    return fingerprints, features
+    keywords = [jieba_keywords(text, top_k) for text in texts]
+    votes = np.zeros((len(texts), 64))
+    for rank in range(max(map(len, keywords), default=0)):
+        # every text's rank-th keyword at once: the float sums grow in keyword order, as the
+        # seed's sum does, so they are bit for bit those of a per-text loop
+        docs = [doc for doc, words in enumerate(keywords) if len(words) > rank]
+        hashes = np.array([_string_hash64(keywords[doc][rank][0]) for doc in docs], np.uint64)
+        weights = np.array([keywords[doc][rank][1] for doc in docs])[:, None]
+        votes[docs] += np.where(unpack_bits(hashes), weights, -weights)
+    # no keywords: every sum is 0, so every bit is clear (fingerprint 0)
+    return pack_bits(votes > 0), [len(words) for words in keywords]
 
 
 # --- simstore's own default: character n-grams with a splitmix64 hash, all in numpy -------------
@@ -236,6 +317,41 @@ _SEED = 0x5EED5EED5EED5EED
 def default_normalise(text: str) -> str:
     """NFKC, casefold, then the runs of word characters joined by single spaces."""
     return " ".join(_WORD_RUNS.findall(unicodedata.normalize("NFKC", text).casefold()))
+
+
+_NOT_WORD_OR_NUL = re.compile(r"[^\w\x00]+")
+
+
+def default_normalise_many(texts: Sequence[str]) -> list[str]:
+    """``[default_normalise(t) for t in texts]``, computed on the whole batch at once.
+
+    The texts are joined with NUL, a hard boundary for NFKC (a starter that composes with
+    nothing), for casefold (context-free) and for the word filter, so the result splits back into
+    the per-text results. NFKC is slow on any text it must change, and Chinese text nearly always
+    holds fullwidth punctuation ('，' U+FF0C). NFKC maps each fullwidth ASCII form U+FF01..U+FF5E
+    on its own to U+0021..U+007E, and U+3000 to a space; replacing single characters by their own
+    NFKC never changes the NFKC of the whole, so they are folded first with numpy, after which most
+    batches pass NFKC's quick check and only the texts that fail it are normalised in full.
+    """
+    joined = "\x00".join(texts)
+    if joined.count("\x00") != len(texts) - 1:  # some text holds NUL itself (or there is none)
+        return [default_normalise(text) for text in texts]
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4").copy()
+    fullwidth = (points >= 0xFF01) & (points <= 0xFF5E)
+    space = points == 0x3000
+    if fullwidth.any() or space.any():
+        points[fullwidth] -= 0xFEE0
+        points[space] = 0x20
+        joined = points.tobytes().decode("utf-32-le", "surrogatepass")
+    if not unicodedata.is_normalized("NFKC", joined):
+        joined = "\x00".join(
+            piece
+            if unicodedata.is_normalized("NFKC", piece)
+            else unicodedata.normalize("NFKC", piece)
+            for piece in joined.split("\x00")
+        )
+    words = _NOT_WORD_OR_NUL.sub(" ", joined.casefold())
+    return [piece.strip(" ") for piece in words.split("\x00")]
 
 
 def _splitmix(values: U64) -> U64:
@@ -287,7 +403,7 @@ def _short_hash(text: str) -> int:
 
 def char_ngram_splitmix(texts: Sequence[str], preset: Preset) -> Result:
     n = int(preset.params["ngram"])
-    normalised = [default_normalise(text) for text in texts]
+    normalised = default_normalise_many(texts)
     sums = BitSums(len(texts))
     for doc_ids, hashes in _ngram_chunks(normalised, n):
         order = np.argsort(doc_ids, kind="stable")  # short texts come last; sums need sorted ids

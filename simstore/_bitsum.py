@@ -62,6 +62,16 @@ class BitSums:
         """Pack each document's sign bits into an unsigned int (bit j <- column j)."""
         # the sum over features of (+w if bit else -w) is 2 * ones - total
         signed = 2 * self._ones - self._total[:, None]
-        on = signed >= 0 if inclusive else signed > 0
-        packed = np.packbits(on, axis=1, bitorder="little").view("<u8").reshape(-1)
-        return [int(v) for v in packed]
+        return pack_bits(signed >= 0 if inclusive else signed > 0)
+
+
+def unpack_bits(hashes: U64) -> npt.NDArray[np.bool_]:
+    """An (n, 64) boolean matrix whose column j is bit j of each hash."""
+    lanes = hashes.astype("<u8").view(np.uint8).reshape(-1, 8)
+    return np.unpackbits(lanes, axis=1, bitorder="little").astype(bool)
+
+
+def pack_bits(on: npt.NDArray[np.bool_]) -> list[int]:
+    """Unsigned ints from an (n, 64) boolean matrix: bit j of row i <- ``on[i, j]``."""
+    packed = np.packbits(on, axis=1, bitorder="little").view("<u8").reshape(-1)
+    return [int(v) for v in packed]

@@ -44,16 +44,22 @@ def from_hex(text: str) -> int:
 
 def to_signed(fingerprint: int) -> int:
     """Unsigned 64-bit -> signed BIGINT (two's complement) for storage."""
+    check_fingerprint(fingerprint)
     return fingerprint - (1 << 64) if fingerprint >= (1 << 63) else fingerprint
 
 
 def from_signed(stored: int) -> int:
     """Signed BIGINT as stored -> unsigned 64-bit fingerprint."""
+    if isinstance(stored, bool) or not isinstance(stored, int):
+        raise InvalidType(f"a stored fingerprint must be an int, not {type(stored).__name__}")
+    if not -(1 << 63) <= stored < (1 << 63):
+        raise InvalidInput(f"a stored fingerprint must be a signed 64-bit integer, got {stored}")
     return stored & MASK64
 
 
 def bands(fingerprint: int) -> tuple[int, int, int, int]:
     """The four 16-bit bands, most significant first (b0 = bits 63..48)."""
+    check_fingerprint(fingerprint)
     return (
         (fingerprint >> 48) & BAND_MASK,
         (fingerprint >> 32) & BAND_MASK,
@@ -64,6 +70,8 @@ def bands(fingerprint: int) -> tuple[int, int, int, int]:
 
 def from_bands(b0: int, b1: int, b2: int, b3: int) -> int:
     """Reassemble a fingerprint from its four bands."""
+    for band in (b0, b1, b2, b3):
+        check_fingerprint(band, bits=BAND_BITS)
     return (b0 << 48) | (b1 << 32) | (b2 << 16) | b3
 
 
