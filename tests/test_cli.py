@@ -1,0 +1,408 @@
+"""The ``simstore`` command, run as a real subprocess against SQLite files in a temporary folder."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+
+from simstore import fingerprint, migrate, to_hex
+from simstore.presets import presets
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "examples" / "corpus.jsonl"
+README = ROOT / "README.md"
+UNREACHABLE = "postgresql+psycopg://user:secret@127.0.0.1:1/x"
+LONG_TEXT = (
+    "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
+    "north pier between six and nine in the morning, and every half hour for the rest of the "
+    "day. Season tickets bought before the change stay valid until the end of the month, and "
+    "the kiosk at the south pier will exchange them for the new cards free of charge."
+)
+
+
+Ran = subprocess.CompletedProcess[str]
+
+
+@dataclass
+class Cli:
+    """Runs ``python -m simstore.cli`` in ``folder`` with a SQLite file there as ``--db``."""
+
+    folder: Path
+    url: str
+
+    def __call__(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        db: str | None = "",
+        env: dict[str, str] | None = None,
+    ) -> Ran:
+        environment = {k: v for k, v in os.environ.items() if k != "SIMSTORE_URL"}
+        environment["PYTHONIOENCODING"] = "utf-8"
+        environment.update(env or {})
+        chosen = self.url if db == "" else db
+        command = [sys.executable, "-m", "simstore.cli"]
+        command += ["--db", chosen] if chosen is not None else []
+        return subprocess.run(
+            [*command, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            cwd=self.folder,
+            env=environment,
+            timeout=120,
+            check=False,
+        )
+
+    def json(self, *args: str, stdin: str | None = None) -> Any:
+        return loads(self("--json", *args, stdin=stdin))
+
+    def many(self, *calls: tuple[str, ...], stdin: str | None = None) -> list[Ran]:
+        """Independent runs at the same time (each one costs a Python start-up)."""
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            return list(pool.map(lambda args: self(*args, stdin=stdin), calls))
+
+
+def loads(result: Ran) -> Any:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path, f"sqlite:///{tmp_path / 'store.db'}")
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def decisions(cli: Cli) -> dict[str, str | None]:
+    """key -> the key it duplicates (None: kept), read with plain SQL as an analyst would."""
+    with contextlib.closing(sqlite3.connect(cli.folder / "store.db")) as connection:
+        rows = connection.execute("SELECT key, duplicate_of FROM simstore_decisions").fetchall()
+    return dict(rows)
+
+
+def summary_numbers(stdout: str) -> dict[str, int]:
+    """The counts of a text summary: ``records read  3,686`` -> {"records read": 3686}."""
+    found = re.findall(r"^(records read|kept|duplicates|skipped)\s+([\d,]+)$", stdout, re.M)
+    return {label: int(value.replace(",", "")) for label, value in found}
+
+
+# --- ingest ------------------------------------------------------------------------------------
+
+
+def test_ingest_corpus_is_consistent_and_a_rerun_changes_nothing(cli: Cli) -> None:
+    lines = sum(1 for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip())
+    first = cli("ingest", str(CORPUS))
+    assert first.returncode == 0, first.stderr
+    assert first.stderr == ""  # no progress bar when stderr is not a terminal
+    numbers = summary_numbers(first.stdout)
+    assert numbers["records read"] == lines
+    assert numbers["kept"] + numbers["duplicates"] + numbers["skipped"] == lines
+    assert numbers["skipped"] == 0
+    assert numbers["kept"] > 0 and numbers["duplicates"] > 0
+    assert "records/s" in first.stdout
+
+    again = cli.json("ingest", str(CORPUS))
+    assert again["read"] == lines
+    assert (again["kept"], again["duplicates"]) == (numbers["kept"], numbers["duplicates"])
+    decided = decisions(cli)
+    assert len(decided) == lines
+    assert sum(match is None for match in decided.values()) == numbers["kept"]
+
+
+def test_bad_records_are_reported_with_file_and_line_and_skipped(cli: Cli) -> None:
+    bad = write(
+        cli.folder / "bad.jsonl",
+        [
+            json.dumps({"id": "good-1", "text": LONG_TEXT}),
+            "{not json",
+            json.dumps({"id": "no-text"}),
+            json.dumps({"id": "empty", "text": "  "}),
+            json.dumps({"id": "number", "text": 42}),
+            "",
+            json.dumps({"text": "a record without a key, so it is keyed by file and line"}),
+            json.dumps({"id": "good-1", "text": "the same key again with some other text"}),
+            json.dumps({"id": 7, "text": "an integer key becomes a string key"}),
+        ],
+    )
+    result = cli("--json", "ingest", bad.name)
+    assert result.returncode == 1
+    summary = json.loads(result.stdout)
+    assert (summary["read"], summary["kept"], summary["skipped"]) == (8, 3, 5)
+    for line in (2, 3, 4, 5, 8):
+        assert f"bad.jsonl:{line}: " in result.stderr
+    assert "simstore: error" not in result.stderr  # skipped records are not an error line
+    assert sorted(decisions(cli)) == ["7", "bad.jsonl:7", "good-1"]
+
+
+def test_strict_stops_at_the_first_bad_record_after_committing_the_good_ones(cli: Cli) -> None:
+    lines = [
+        json.dumps({"id": f"k{n}", "text": f"record number {n} {LONG_TEXT}"}) for n in range(3)
+    ]
+    bad = write(cli.folder / "bad.jsonl", [lines[0], lines[1], "[1, 2]", lines[2]])
+    result = cli("ingest", "--strict", "--batch-size", "1000", str(bad))
+    assert result.returncode == 1
+    assert "bad.jsonl:3: a JSON list, not an object" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("simstore: error: stopped at ")
+    assert summary_numbers(result.stdout)["records read"] == 3
+    assert sorted(decisions(cli)) == ["k0", "k1"]
+
+
+def test_csv_and_lines_formats(cli: Cli) -> None:
+    table = cli.folder / "posts.csv"
+    table.write_text(
+        'id,text,author\n1,"A quoted text, with a comma,\nand a new line",ann\n2,,bob\n'
+        f'3,"{LONG_TEXT}",cy\n4,"RT @ann: {LONG_TEXT}",dan\n',
+        encoding="utf-8",
+    )
+    result = cli("--json", "ingest", str(table))
+    assert result.returncode == 1  # row 2 has an empty text
+    assert f"{table}:4: 'text' is empty" in result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["read"], summary["kept"], summary["duplicates"]) == (4, 2, 1)
+    plain = write(cli.folder / "notes.txt", ["first line of notes here", "", LONG_TEXT])
+    assert cli.json("ingest", plain.name)["read"] == 2
+    decided = decisions(cli)
+    assert (decided["4"], decided["notes.txt:3"], decided["notes.txt:1"]) == ("3", "3", None)
+
+    wrong = write(cli.folder / "wrong.csv", ["id,body", "1,hello"])
+    result = cli("ingest", str(wrong))
+    assert result.returncode == 4
+    assert "no 'text' column" in result.stderr
+
+
+def test_stdin_needs_a_format(cli: Cli) -> None:
+    result = cli("--json", "ingest", "--format", "lines", "-", stdin=f"{LONG_TEXT}\nsecond\n")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["kept"] == 2
+    assert decisions(cli) == {"<stdin>:1": None, "<stdin>:2": None}
+    guess = cli("ingest", "-", stdin="x\n")
+    assert guess.returncode == 2
+    assert "give --format" in guess.stderr
+
+
+def test_dedup_splits_the_corpus_by_group(cli: Cli) -> None:
+    unique, dups = cli.folder / "unique.jsonl", cli.folder / "dups.jsonl"
+    result = cli("--json", "dedup", str(CORPUS), "--out", str(unique), "--dups", str(dups))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    kept, duplicates = records(unique), records(dups)
+    assert (len(kept), len(duplicates)) == (summary["kept"], summary["duplicates"])
+    assert len(kept) + len(duplicates) == summary["read"] == len(records(CORPUS))
+    group = {record["id"]: record["group"] for record in kept}
+    assert all(record["duplicate_of"] in group for record in duplicates)
+    assert all(0 <= record["distance"] <= 3 for record in duplicates)
+    right = Counter(group[record["duplicate_of"]] == record["group"] for record in duplicates)
+    assert right[True] / len(duplicates) > 0.95  # the look-alikes are rarely taken for copies
+
+    again = cli("--quiet", "dedup", str(CORPUS), "--out", "-")
+    assert again.returncode == 0 and again.stderr == ""
+    assert [json.loads(line)["id"] for line in again.stdout.splitlines()] == list(group)
+
+
+# --- looking things up -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Cli:
+    """A store with a kept text, a repost of it and an unrelated Chinese text (read-only use)."""
+    folder = tmp_path_factory.mktemp("filled")
+    cli = Cli(folder, f"sqlite:///{folder / 'store.db'}")
+    posts = write(
+        cli.folder / "posts.jsonl",
+        [
+            json.dumps({"id": "a", "text": LONG_TEXT}),
+            json.dumps({"id": "b", "text": "转发: " + LONG_TEXT}),
+            json.dumps({"id": "c", "text": "今天天气很好，我们一起去公园散步，顺便买点水果回家。"}),
+        ],
+    )
+    assert cli("ingest", str(posts)).returncode == 0
+    return cli
+
+
+def test_query_show_and_explain(filled: Cli) -> None:
+    found, piped, nothing, shown, missing, explained, data, explained_kept = filled.many(
+        ("query", LONG_TEXT),
+        ("--json", "query", "-"),
+        ("query", "something else entirely, not stored anywhere"),
+        ("--json", "show", "b"),
+        ("show", "nope"),
+        ("explain", "b"),
+        ("--json", "explain", "b"),
+        ("explain", "a"),
+        stdin=LONG_TEXT,
+    )
+    assert re.search(r"^a\s+0\s+[0-9a-f]{16}\s+\d{4}-", found.stdout, re.M), found.stderr
+    matched = loads(piped)
+    assert matched["fingerprint"] == to_hex(fingerprint(LONG_TEXT))
+    assert [match["key"] for match in matched["matches"]][:1] == ["a"]
+    assert "no match" in nothing.stdout
+
+    decision = loads(shown)
+    assert decision["inserted"] is False and decision["duplicate_of"]["key"] == "a"
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("simstore: error: no key 'nope'")
+
+    assert "duplicate of a at distance" in explained.stdout
+    assert "differing bits" in explained.stdout and "not stored" in explained.stdout
+    why = loads(data)
+    xor = int(why["fingerprint"], 16) ^ int(why["duplicate_of"]["fingerprint"], 16)
+    assert why["differing_bits"] == [bit for bit in range(64) if xor >> bit & 1]
+    assert len(why["differing_bits"]) == why["duplicate_of"]["distance"]
+    assert "kept" in explained_kept.stdout
+
+
+def test_stats_purge_and_db_commands(filled: Cli) -> None:
+    stats, text, purged, current = filled.many(
+        ("--json", "stats"),
+        ("stats",),
+        ("--json", "purge", "--keep", "2d"),
+        ("--json", "db", "current"),
+    )
+    assert (loads(stats)["kept"], loads(stats)["decisions"], loads(stats)["duplicates"]) == (
+        2,
+        3,
+        1,
+    )
+    assert re.search(r"^kept\s+2$", text.stdout, re.M)
+    assert loads(purged)["deleted"] == 0
+    revision = loads(current)
+    assert revision["revision"] == revision["head"] and revision["up_to_date"] is True
+
+
+def test_db_check_fails_until_upgrade(cli: Cli) -> None:
+    checked = cli("db", "check")
+    assert checked.returncode == 1
+    assert "simstore db upgrade" in checked.stderr
+    assert cli.json("db", "current")["revision"] is None
+    upgraded = cli.json("db", "upgrade")
+    assert upgraded["revision"] == upgraded["head"]
+    assert cli("db", "check").returncode == 0
+
+
+def test_fingerprint_and_presets_need_no_database(tmp_path: Path) -> None:
+    nowhere = Cli(tmp_path, "sqlite:////no/such/folder/x.db")
+    data, text, listed = nowhere.many(
+        ("--json", "fingerprint", "今天天气很好"),
+        ("--preset", "pypi-simhash", "fingerprint", "-"),
+        ("--json", "presets"),
+        stdin="hello world",
+    )
+    result = loads(data)
+    assert result["fingerprint"] == to_hex(fingerprint("今天天气很好")) and result["features"] > 0
+    assert text.stdout.startswith(to_hex(fingerprint("hello world", preset="pypi-simhash")))
+    names = loads(listed)
+    assert [preset["name"] for preset in names] == presets()
+    assert sum(preset["default"] for preset in names) == 1
+
+
+# --- errors and exit codes ---------------------------------------------------------------------
+
+
+def test_unreachable_database_is_one_line_exit_3_without_password(tmp_path: Path) -> None:
+    unreachable = Cli(tmp_path, UNREACHABLE)
+    calls = [("stats",), ("db", "check"), ("ingest", str(CORPUS))]
+    for args, result in zip(calls, unreachable.many(*calls), strict=True):
+        assert result.returncode == 3, (args, result.stderr)
+        assert result.stderr.startswith("simstore: error: ")
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert "secret" not in result.stdout + result.stderr
+
+
+def test_password_from_the_environment_is_never_shown(cli: Cli) -> None:
+    env = {"SIMSTORE_URL": UNREACHABLE}
+    with ThreadPoolExecutor() as pool:
+        running = pool.submit(cli, "--debug", "stats", db=None, env=env)
+        helped = cli("--help", db=None, env=env)
+        result = running.result()
+    assert result.returncode == 3
+    assert "Traceback" in result.stderr  # --debug shows it
+    assert "secret" not in result.stdout + result.stderr + helped.stdout
+
+
+EXIT_CODES = {
+    ("query", "--max-distance", "99", "x"): 4,
+    ("--preset", "no-such-preset", "stats"): 4,
+    ("purge", "--keep", "soon"): 4,
+    ("ingest", "missing.jsonl"): 2,
+}
+
+
+def test_exit_codes(cli: Cli) -> None:
+    migrate.upgrade(cli.url)  # several processes must not create a fresh file's schema at once
+    for (args, code), result in zip(EXIT_CODES.items(), cli.many(*EXIT_CODES), strict=True):
+        assert result.returncode == code, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+        if code != 2:  # click's usage errors have their own format
+            assert result.stderr.startswith("simstore: error: ")
+
+
+def test_preset_mismatch_is_refused(filled: Cli) -> None:
+    result = filled("--preset", "pypi-simhash", "stats")
+    assert result.returncode == 4
+    assert "was made with preset" in result.stderr
+
+
+# --- docs --------------------------------------------------------------------------------------
+
+
+def command_paths() -> list[str]:
+    from simstore.cli import main
+
+    paths = []
+    for name, command in sorted(main.commands.items()):
+        if isinstance(command, click.Group):
+            paths += [f"{name} {sub}" for sub in sorted(command.commands)]
+        else:
+            paths.append(name)
+    return paths
+
+
+def test_every_command_has_help_and_the_main_help_lists_exit_codes(cli: Cli) -> None:
+    from simstore.cli import main
+
+    for path in command_paths():
+        command: click.Command = main
+        for part in path.split():
+            assert isinstance(command, click.Group)
+            command = command.commands[part]
+        assert command.help and len(command.help) > 20, path
+    helped = cli("--help", db=None).stdout
+    assert "Exit codes" in helped and "database unavailable" in helped
+
+
+def _command_line_section() -> str | None:
+    text = README.read_text(encoding="utf-8") if README.exists() else ""
+    found = re.search(r"^## Command line\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    return found.group(1) if found else None
+
+
+@pytest.mark.skipif(
+    _command_line_section() is None, reason="README.md has no '## Command line' section yet"
+)
+def test_every_command_appears_in_the_readme() -> None:
+    section = _command_line_section() or ""
+    missing = [path for path in command_paths() if not re.search(rf"\b{path}\b", section)]
+    assert not missing, f"commands missing from README's 'Command line' section: {missing}"
