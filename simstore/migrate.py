@@ -83,6 +83,9 @@ def upgrade(bind: object, revision: str = "heads") -> str:
     with _connection(bind) as connection, translate_errors(connection.engine.url):
         config = _config(connection)
         if _owns(bind):
+            if connection.dialect.name == "sqlite":
+                # processes opening a new file at once: one migrates, the others wait, then no-op
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
             command.upgrade(config, revision)
             connection.commit()
         else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -108,6 +109,10 @@ class _Item:
     key: str
     fingerprint: int
     features: int | None
+
+
+# a simstore_decisions row as the driver returns it (columns in table order)
+_DecisionRow = namedtuple("_DecisionRow", [column.name for column in decisions.c])  # type: ignore[misc]
 
 
 class _BandIndex:
@@ -609,7 +614,8 @@ class SimStore:
         for chunk in _chunks(sorted(set(keys)), prepared.MAX_IN):
             statement = prepared.decisions_by_key(conn.dialect, prepared.padded(len(chunk)))
             for row in statement.run(conn, {"ns": self._ns_id, **_padded_params("k", chunk)}):
-                found[row.key] = row
+                decision: Any = _DecisionRow._make(row)
+                found[decision.key] = decision
         return found
 
     def add_many(
