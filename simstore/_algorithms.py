@@ -11,7 +11,7 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING
@@ -263,36 +263,85 @@ def _tfidf() -> TFIDF:
     return jieba.analyse.default_tfidf
 
 
-@lru_cache(maxsize=1 << 16)
-def _recut(segment: str) -> tuple[str, ...]:
-    """jieba's words for one segment, as jieba.cut finds them inside the '|'-joined string."""
-    return tuple(_tfidf().tokenizer.cut(segment))
+class _KeptWords(dict[str, tuple[str, ...]]):
+    """segment -> the words extract_tags keeps when it cuts that segment again (a bounded memo).
+
+    It remembers jieba's state (dictionary size and total, stop words, IDF table) and forgets
+    everything when that changes, e.g. after ``jieba.add_word`` or ``set_stop_words``.
+    """
+
+    LIMIT = 1 << 16
+
+    def __init__(self, extractor: TFIDF) -> None:
+        super().__init__()
+        self.extractor = extractor
+        self.state: tuple[int, ...] = ()
+
+    def refresh(self) -> None:
+        extractor = self.extractor
+        tokenizer = extractor.tokenizer
+        state = (
+            id(tokenizer.FREQ),
+            len(tokenizer.FREQ),
+            tokenizer.total,
+            id(extractor.stop_words),
+            len(extractor.stop_words),
+            id(extractor.idf_freq),
+        )
+        if state != self.state:
+            self.clear()
+            self.state = state
+
+    def __missing__(self, segment: str) -> tuple[str, ...]:
+        if len(self) >= self.LIMIT:
+            self.clear()
+        stop_words = self.extractor.stop_words
+        kept = self[segment] = tuple(
+            word
+            for word in self.extractor.tokenizer.cut(segment)
+            if len(word.strip()) >= 2 and word.lower() not in stop_words
+        )
+        return kept
 
 
-def jieba_keywords(text: str, top_k: int) -> list[tuple[str, float]]:
-    """``jieba.analyse.extract_tags("|".join(jieba.cut(text)), topK=top_k, withWeight=True)``.
+@lru_cache(maxsize=1)
+def _kept_words() -> _KeptWords:
+    return _KeptWords(_tfidf())
+
+
+def jieba_keywords_many(texts: Iterable[str], top_k: int) -> list[list[tuple[str, float]]]:
+    """``jieba.analyse.extract_tags("|".join(jieba.cut(t)), topK=top_k, withWeight=True)`` each.
 
     The seed cuts twice: once for the segments, then again inside extract_tags on the joined
     string. '|' is outside jieba's word-character class, so the second cut of the joined string is
     exactly the concatenation of the cuts of each segment (plus the '|' separators, which
     extract_tags drops as shorter than 2). Cutting each distinct segment once, through a bounded
-    cache, gives the same words for the price of a single segmentation.
+    memo that also applies extract_tags's filter (length >= 2, not a stop word), gives the same
+    words for the price of a single segmentation. Counting them in first-seen order gives the same
+    words, order and exact integral counts as extract_tags's per-occurrence loop.
     """
     extractor = _tfidf()
-    stop_words, idf, median_idf = extractor.stop_words, extractor.idf_freq, extractor.median_idf
-    # counted in first-seen order, then filtered once per distinct word: the same words, order and
-    # (exact, integral) counts as extract_tags's per-occurrence loop, at C speed
-    counts = Counter(chain.from_iterable(map(_recut, extractor.tokenizer.cut(text))))
-    kept = {w: n for w, n in counts.items() if len(w.strip()) >= 2 and w.lower() not in stop_words}
-    total = float(sum(kept.values()))
-    weights = {word: count * (idf.get(word, median_idf) / total) for word, count in kept.items()}
-    ranked = sorted(weights, key=weights.__getitem__, reverse=True)  # stable, like extract_tags
-    return [(word, weights[word]) for word in ranked[:top_k]]
+    kept = _kept_words()
+    kept.refresh()
+    segments_of = extractor.tokenizer.cut
+    idf, median_idf = extractor.idf_freq, extractor.median_idf
+    results = []
+    for text in texts:
+        counts = Counter(chain.from_iterable(map(kept.__getitem__, segments_of(text))))
+        total = float(sum(counts.values()))
+        weights = {word: n * (idf.get(word, median_idf) / total) for word, n in counts.items()}
+        ranked = sorted(weights, key=weights.__getitem__, reverse=True)  # stable, as extract_tags
+        results.append([(word, weights[word]) for word in ranked[:top_k]])
+    return results
+
+
+def jieba_keywords(text: str, top_k: int) -> list[tuple[str, float]]:
+    """The keywords and float weights of one text, exactly as seed 001 gets them from jieba."""
+    return jieba_keywords_many([text], top_k)[0]
 
 
 def jieba_tfidf(texts: Sequence[str], preset: Preset) -> Result:
-    top_k = int(preset.params["top_k"])
-    keywords = [jieba_keywords(text, top_k) for text in texts]
+    keywords = jieba_keywords_many(texts, int(preset.params["top_k"]))
     votes = np.zeros((len(texts), 64))
     for rank in range(max(map(len, keywords), default=0)):
         # every text's rank-th keyword at once: the float sums grow in keyword order, as the

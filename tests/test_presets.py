@@ -424,6 +424,34 @@ def test_jieba_keywords_are_extract_tags_of_the_joined_segments(
             assert jieba_keywords(text, top_k) == expected  # same words, order and float weights
 
 
+def test_jieba_tfidf_follows_changes_to_jieba_dictionary_and_stop_words(
+    jieba_reference: dict[str, int],
+) -> None:
+    import jieba
+    import jieba.analyse
+
+    text = JIEBA_TEXTS[0]
+    before = fingerprint(text, preset="jieba-tfidf")
+    tokenizer, stop_words = jieba.dt, jieba.analyse.default_tfidf.stop_words
+    word = "公园散步吧"  # not in jieba's dictionary: added, then removed by hand (del_word leaks)
+    added = [word[: i + 1] for i in range(len(word)) if word[: i + 1] not in tokenizer.FREQ]
+    total = tokenizer.total
+    top = ""
+    try:
+        jieba.add_word(word, freq=100_000)
+        assert fingerprint(text, preset="jieba-tfidf") == seed001_simhash(text) != before
+        top = jieba_keywords(text, 1)[0][0]
+        stop_words.add(top)
+        assert top not in dict(jieba_keywords(text, 10))
+        assert fingerprint(text, preset="jieba-tfidf") == seed001_simhash(text)
+    finally:
+        stop_words.discard(top)
+        for key in added:
+            del tokenizer.FREQ[key]
+        tokenizer.total = total
+    assert fingerprint(text, preset="jieba-tfidf") == before == jieba_reference[text]
+
+
 def test_jieba_tfidf_reports_its_keywords_and_zero_without_any(
     jieba_reference: dict[str, int],
 ) -> None:
