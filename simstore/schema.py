@@ -1,6 +1,12 @@
 """simstore's tables, as SQLAlchemy Core on simstore's own MetaData.
 
 Every table is prefixed ``simstore_`` so that simstore can live in a host application's database.
+
+Index columns lead with the selective column (a band value, a key, a partition) and never with
+``ns_id`` alone: a planner working from stale statistics (PostgreSQL right after a bulk load,
+before ANALYZE) would otherwise pick an index on the namespace and filter a whole namespace by hand.
+For the same reason there is no foreign key on ``ns_id`` (MySQL would add an index led by it);
+simstore itself writes every row, always with an existing namespace id.
 The migrations in ``migrations/`` create exactly this schema; a test compares the two.
 """
 
@@ -44,7 +50,7 @@ fingerprints = sa.Table(
     "simstore_fingerprints",
     metadata,
     sa.Column("id", RowId, primary_key=True, autoincrement=True),
-    sa.Column("ns_id", sa.Integer, sa.ForeignKey("simstore_namespaces.id"), nullable=False),
+    sa.Column("ns_id", sa.Integer, nullable=False),
     sa.Column("key", KeyText, nullable=False),
     # the unsigned fingerprint as a signed BIGINT (two's complement)
     sa.Column("fp", sa.BigInteger, nullable=False),
@@ -52,20 +58,20 @@ fingerprints = sa.Table(
     sa.Column("added_at", Timestamp, nullable=False),
     # time partition: floor(seconds since the epoch / partition length), for retention
     sa.Column("part", sa.Integer, nullable=False),
-    sa.UniqueConstraint("ns_id", "key", name="uq_simstore_fingerprints_key"),
+    sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
     *(
         # covering: a band lookup, its window filter and the fingerprint come from the index alone
         sa.Index(
             f"ix_simstore_fingerprints_{band}",
-            "ns_id",
             band,
+            "ns_id",
             "part",
             "fp",
             postgresql_include=["id"],
         )
         for band in BAND_COLUMNS
     ),
-    sa.Index("ix_simstore_fingerprints_part", "ns_id", "part"),
+    sa.Index("ix_simstore_fingerprints_part", "part", "ns_id"),
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",
 )
@@ -74,7 +80,7 @@ decisions = sa.Table(
     "simstore_decisions",
     metadata,
     sa.Column("id", RowId, primary_key=True, autoincrement=True),
-    sa.Column("ns_id", sa.Integer, sa.ForeignKey("simstore_namespaces.id"), nullable=False),
+    sa.Column("ns_id", sa.Integer, nullable=False),
     sa.Column("key", KeyText, nullable=False),
     sa.Column("fp", sa.BigInteger, nullable=False),
     sa.Column("decided_at", Timestamp, nullable=False),
@@ -82,9 +88,9 @@ decisions = sa.Table(
     sa.Column("inserted", sa.Boolean, nullable=False),
     sa.Column("duplicate_of", KeyText, nullable=True),
     sa.Column("distance", sa.SmallInteger, nullable=True),
-    sa.UniqueConstraint("ns_id", "key", name="uq_simstore_decisions_key"),
-    sa.Index("ix_simstore_decisions_part", "ns_id", "part"),
-    sa.Index("ix_simstore_decisions_duplicate_of", "ns_id", "duplicate_of"),
+    sa.UniqueConstraint("key", "ns_id", name="uq_simstore_decisions_key"),
+    sa.Index("ix_simstore_decisions_part", "part", "ns_id"),
+    sa.Index("ix_simstore_decisions_duplicate_of", "duplicate_of", "ns_id"),
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",
 )

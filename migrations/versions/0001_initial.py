@@ -48,27 +48,27 @@ def upgrade() -> None:
     op.create_table(
         "simstore_fingerprints",
         sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
-        sa.Column("ns_id", sa.Integer, sa.ForeignKey("simstore_namespaces.id"), nullable=False),
+        sa.Column("ns_id", sa.Integer, nullable=False),
         sa.Column("key", KEY_TEXT, nullable=False),
         sa.Column("fp", sa.BigInteger, nullable=False),
         *(sa.Column(band, sa.Integer, nullable=False) for band in BANDS),
         sa.Column("added_at", TIMESTAMP, nullable=False),
         sa.Column("part", sa.Integer, nullable=False),
-        sa.UniqueConstraint("ns_id", "key", name="uq_simstore_fingerprints_key"),
+        sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
         **MYSQL_TABLE,
     )
     for band in BANDS:
         op.create_index(
             f"ix_simstore_fingerprints_{band}",
             "simstore_fingerprints",
-            ["ns_id", band, "part", "fp"],
+            [band, "ns_id", "part", "fp"],
             postgresql_include=["id"],
         )
-    op.create_index("ix_simstore_fingerprints_part", "simstore_fingerprints", ["ns_id", "part"])
+    op.create_index("ix_simstore_fingerprints_part", "simstore_fingerprints", ["part", "ns_id"])
     op.create_table(
         "simstore_decisions",
         sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
-        sa.Column("ns_id", sa.Integer, sa.ForeignKey("simstore_namespaces.id"), nullable=False),
+        sa.Column("ns_id", sa.Integer, nullable=False),
         sa.Column("key", KEY_TEXT, nullable=False),
         sa.Column("fp", sa.BigInteger, nullable=False),
         sa.Column("decided_at", TIMESTAMP, nullable=False),
@@ -76,12 +76,12 @@ def upgrade() -> None:
         sa.Column("inserted", sa.Boolean, nullable=False),
         sa.Column("duplicate_of", KEY_TEXT, nullable=True),
         sa.Column("distance", sa.SmallInteger, nullable=True),
-        sa.UniqueConstraint("ns_id", "key", name="uq_simstore_decisions_key"),
+        sa.UniqueConstraint("key", "ns_id", name="uq_simstore_decisions_key"),
         **MYSQL_TABLE,
     )
-    op.create_index("ix_simstore_decisions_part", "simstore_decisions", ["ns_id", "part"])
+    op.create_index("ix_simstore_decisions_part", "simstore_decisions", ["part", "ns_id"])
     op.create_index(
-        "ix_simstore_decisions_duplicate_of", "simstore_decisions", ["ns_id", "duplicate_of"]
+        "ix_simstore_decisions_duplicate_of", "simstore_decisions", ["duplicate_of", "ns_id"]
     )
 
 
