@@ -6,12 +6,28 @@ The top level holds what most users need; everything else lives in submodules
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from simstore._version import __version__
 from simstore.encoding import from_hex, hamming, to_hex
 from simstore.errors import InvalidInput, SimstoreError
 from simstore.fingerprint import Analysis, analyze, fingerprint, fingerprint_many
 from simstore.presets import Preset, get_preset, presets
-from simstore.store import Decision, Match, SimStore
+
+if TYPE_CHECKING:
+    from simstore.store import Decision, Match, SimStore
+
+_STORE_NAMES = ("Decision", "Match", "SimStore")
+
+
+def __getattr__(name: str) -> Any:
+    # the store pulls in SQLAlchemy and alembic (about a second): only when it is asked for, so
+    # that fingerprinting and ``simstore --help`` start fast
+    if name in _STORE_NAMES:
+        from simstore import store
+
+        return getattr(store, name)
+    raise AttributeError(f"module 'simstore' has no attribute {name!r}")
 
 __all__ = [
     "Analysis",
