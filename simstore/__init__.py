@@ -29,6 +29,7 @@ def __getattr__(name: str) -> Any:
         return getattr(store, name)
     raise AttributeError(f"module 'simstore' has no attribute {name!r}")
 
+
 __all__ = [
     "Analysis",
     "Decision",

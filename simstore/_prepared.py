@@ -19,8 +19,7 @@ from sqlalchemy.sql.expression import ClauseElement
 
 from simstore.schema import BAND_COLUMNS, decisions, fingerprints
 
-MAX_IN = 512  # values per IN list
-MAX_SELECTS = 16  # IN lists per UNION ALL statement: at most 8192 parameters
+MAX_IN = 4096  # values per IN list (SQLite allows 32766 parameters, the servers 65535)
 _CACHE_LIMIT = 512
 
 
@@ -133,13 +132,13 @@ def decisions_by_key(dialect: sa.Dialect, count: int) -> Prepared:
 
 
 def rows_by_id(dialect: sa.Dialect, count: int) -> Prepared:
-    """Key and time of ``count`` fingerprint rows (parameters ``i0``..)."""
+    """Key, time and kept text of ``count`` fingerprint rows (parameters ``i0``..)."""
 
     def build() -> ClauseElement:
         names: list[Any] = [sa.bindparam(f"i{j}") for j in range(count)]
-        return sa.select(fingerprints.c.id, fingerprints.c.key, fingerprints.c.added_at).where(
-            fingerprints.c.id == names[0] if count == 1 else fingerprints.c.id.in_(names)
-        )
+        return sa.select(
+            fingerprints.c.id, fingerprints.c.key, fingerprints.c.added_at, fingerprints.c.text
+        ).where(fingerprints.c.id == names[0] if count == 1 else fingerprints.c.id.in_(names))
 
     return _cached(("rows", count), dialect, build)
 

@@ -33,3 +33,11 @@ class SchemaOutOfDate(SimstoreError):
 
 class DatabaseUnavailable(SimstoreError):
     """The database cannot be reached or used; the URL in the message never shows a password."""
+
+
+class BatchFailed(SimstoreError):
+    """A batch of ``add_many`` failed and was not written; ``committed`` items before it were."""
+
+    def __init__(self, message: str, committed: int) -> None:
+        super().__init__(message)
+        self.committed = committed

@@ -26,6 +26,8 @@ KeyText = sa.String(255).with_variant(
     mysql.VARCHAR(255, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
 )
 
+LongText = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+
 BAND_COLUMNS = ("b0", "b1", "b2", "b3")
 
 namespaces = sa.Table(
@@ -58,6 +60,8 @@ fingerprints = sa.Table(
     sa.Column("added_at", Timestamp, nullable=False),
     # time partition: floor(seconds since the epoch / partition length), for retention
     sa.Column("part", sa.Integer, nullable=False),
+    # the normalised text, kept only for texts a verification policy may need to compare exactly
+    sa.Column("text", LongText, nullable=True),
     sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
     *(
         # covering: a band lookup, its window filter and the fingerprint come from the index alone
@@ -88,6 +92,9 @@ decisions = sa.Table(
     sa.Column("inserted", sa.Boolean, nullable=False),
     sa.Column("duplicate_of", KeyText, nullable=True),
     sa.Column("distance", sa.SmallInteger, nullable=True),
+    # which exact measure confirmed the duplicate, and its score (NULL: decided by distance alone)
+    sa.Column("measure", sa.String(16), nullable=True),
+    sa.Column("score", sa.Float, nullable=True),
     sa.UniqueConstraint("key", "ns_id", name="uq_simstore_decisions_key"),
     sa.Index("ix_simstore_decisions_part", "part", "ns_id"),
     sa.Index("ix_simstore_decisions_duplicate_of", "duplicate_of", "ns_id"),

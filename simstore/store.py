@@ -16,7 +16,6 @@ import contextlib
 import logging
 from collections import namedtuple
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,11 +25,13 @@ from sqlalchemy.engine import URL, Connection, Engine
 
 from simstore import _prepared as prepared
 from simstore import migrate
-from simstore._match import EXACT_BAND_RADIUS, near_pairs
+from simstore._algorithms import default_normalise
+from simstore._finder import BandIndex, Finder, Item, chunks, padded_params, sort_matches
 from simstore._version import __version__
 from simstore.db import redact, resolve_bind, translate_errors
 from simstore.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
 from simstore.errors import (
+    BatchFailed,
     InvalidInput,
     InvalidType,
     KeyConflict,
@@ -42,8 +43,10 @@ from simstore.fingerprint import analyze_many
 from simstore.locking import BAND_LOCK_MAX_RADIUS, lock_for_write
 from simstore.presets import Preset, get_preset
 from simstore.probes import MAX_RADIUS, band_values
+from simstore.results import Decision, Match, Stats
 from simstore.retention import parse_duration, partition_of, utc_naive, window_start
 from simstore.schema import BAND_COLUMNS, decisions, fingerprints, namespaces
+from simstore.verify import Verification
 
 log = logging.getLogger("simstore")
 
@@ -52,87 +55,10 @@ MAX_NAMESPACE_LENGTH = 255
 BAND_LAYOUT = "4x16"
 PURGE_BATCH_ROWS = 10_000
 ANALYZE_BATCH_ROWS = 1_000  # add_many batches at least this big may refresh PostgreSQL statistics
-
-
-@dataclass(frozen=True)
-class Match:
-    """A kept fingerprint near the one asked about."""
-
-    key: str
-    fingerprint: int
-    distance: int
-    added_at: datetime
-
-    @property
-    def hex(self) -> str:
-        return to_hex(self.fingerprint)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The outcome of one add: kept (``inserted``) or a near-duplicate of ``duplicate_of``."""
-
-    key: str
-    fingerprint: int
-    inserted: bool
-    duplicate_of: Match | None = None
-    matches: tuple[Match, ...] = field(default=())
-
-    @property
-    def hex(self) -> str:
-        return to_hex(self.fingerprint)
-
-
-@dataclass(frozen=True)
-class Stats:
-    """What a namespace holds."""
-
-    namespace: str
-    preset: str
-    kept: int
-    decisions: int
-    duplicates: int
-    oldest: datetime | None
-    newest: datetime | None
-    partitions: int
-
-
-class BatchFailed(SimstoreError):
-    """A batch of ``add_many`` failed and was not written; ``committed`` items before it were."""
-
-    def __init__(self, message: str, committed: int) -> None:
-        super().__init__(message)
-        self.committed = committed
-
-
-@dataclass
-class _Item:
-    key: str
-    fingerprint: int
-    features: int | None
-
-
+DEFAULT_VERIFICATION = Verification()
 # a simstore_decisions row as the driver returns it (columns in table order)
 _DecisionRow = namedtuple("_DecisionRow", [column.name for column in decisions.c])  # type: ignore[misc]
-
-
-class _BandIndex:
-    """In-memory band -> positions index, for matching candidates against many probes at once."""
-
-    def __init__(self) -> None:
-        self._bands: list[dict[int, list[int]]] = [{} for _ in BAND_COLUMNS]
-
-    def add(self, position: int, fingerprint: int) -> None:
-        for band, value in enumerate(bands(fingerprint)):
-            self._bands[band].setdefault(value, []).append(position)
-
-    def lookup(self, probe: Mapping[int, Iterable[int]]) -> set[int]:
-        found: set[int] = set()
-        for band, values in probe.items():
-            table = self._bands[band]
-            for value in values:
-                found.update(table.get(value, ()))
-        return found
+__all__ = ["BatchFailed", "Decision", "Match", "SimStore", "Stats"]
 
 
 def _start_pysqlite_transaction(conn: Connection) -> None:
@@ -147,17 +73,6 @@ def _start_pysqlite_transaction(conn: Connection) -> None:
         conn.execute(
             sa.update(namespaces).where(sa.false()).values(write_count=namespaces.c.write_count)
         )
-
-
-def _chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for first in range(0, len(values), size):
-        yield values[first : first + size]
-
-
-def _padded_params(prefix: str, values: Sequence[Any]) -> dict[str, Any]:
-    """Bind values for an IN list padded (by repeating the last value) to a power-of-two size."""
-    size = prepared.padded(len(values))
-    return {f"{prefix}{j}": values[min(j, len(values) - 1)] for j in range(size)}
 
 
 def _check_key(key: object) -> str:
@@ -187,6 +102,11 @@ class SimStore:
     ``keep`` is the retention window (``"2d"``, a timedelta or seconds; None keeps everything).
     ``auto_upgrade`` None upgrades SQLite databases on open and asks servers to be upgraded with
     ``simstore db upgrade``; True or False forces either way.
+    ``verification`` decides short texts exactly (``simstore.verify``): the store keeps their
+    normalised text and confirms SimHash candidates from a wider radius with an exact measure.
+    None turns it off; then texts with fewer than ``min_features`` features match only at
+    distance 0. An explicit ``max_distance`` on ``add``/``query`` means plain SimHash at that
+    radius.
     """
 
     def __init__(
@@ -200,6 +120,7 @@ class SimStore:
         auto_upgrade: bool | None = None,
         partition: str | timedelta | float = "1h",
         min_features: int = 3,
+        verification: Verification | None = DEFAULT_VERIFICATION,
     ) -> None:
         self._engine, self._connection = resolve_bind(bind)
         self._owns_engine = isinstance(bind, (str, URL))
@@ -217,8 +138,14 @@ class SimStore:
         partition_length = parse_duration(partition)
         self._partition_seconds = max(int(partition_length.total_seconds()), 1)
         self._dialect = self._bound_engine.dialect.name
+        if verification is not None and not isinstance(verification, Verification):
+            raise InvalidType("verification must be a simstore.verify.Verification or None")
+        self.verification = verification
         self._prepare_schema(auto_upgrade)
         self.preset, self._ns_id = self._open_namespace(preset)
+        self._finder = Finder(
+            self._ns_id, self.keep, self._partition_seconds, self.max_distance, verification
+        )
 
     # --- connection plumbing ----------------------------------------------------------------
 
@@ -334,82 +261,45 @@ class SimStore:
 
     # --- inputs ------------------------------------------------------------------------------
 
-    def _item(self, key: object, text: object, fingerprint: object) -> _Item:
-        checked_key = _check_key(key)
-        if (text is None) == (fingerprint is None):
-            raise InvalidInput(f"give exactly one of text and fingerprint (key {checked_key!r})")
-        if fingerprint is not None:
-            return _Item(checked_key, check_fingerprint(fingerprint), None)
-        result = analyze_many([text], preset=self.preset)[0]  # type: ignore[list-item]
-        return _Item(checked_key, result.fingerprint, result.features)
+    def _items(self, raw: Sequence[tuple[Any, Any, Any]], max_distance: int | None) -> list[Item]:
+        """Validate (key, text, fingerprint) triples, then fingerprint all their texts at once."""
+        explicit = None if max_distance is None else _check_radius(max_distance)
+        for key, text, value in raw:
+            checked = _check_key(key)
+            if (text is None) == (value is None):
+                raise InvalidInput(f"give exactly one of text and fingerprint (key {checked!r})")
+            if value is not None:
+                check_fingerprint(value)
+        texts = [text for _key, text, value in raw if value is None]
+        analysed = iter(analyze_many(texts, preset=self.preset))
+        items = []
+        for key, text, value in raw:
+            if value is not None:
+                radius = self.max_distance if explicit is None else explicit
+                items.append(Item(key, value, None, radius))
+                continue
+            result = next(analysed)
+            items.append(
+                self._plan(Item(key, result.fingerprint, result.features, 0), text, explicit)
+            )
+        return items
 
-    def _radius_for(self, item: _Item, max_distance: int | None) -> int:
-        radius = self.max_distance if max_distance is None else _check_radius(max_distance)
-        if item.features is not None and item.features < self.min_features:
-            return 0
-        return radius
+    def _plan(self, item: Item, text: str, explicit: int | None) -> Item:
+        """Radius and verification for a text item (an explicit max_distance overrides both)."""
+        if explicit is not None:
+            item.radius = explicit
+        elif self.verification is not None:
+            normalised = default_normalise(text)
+            item.radius, item.threshold = self.verification.plan(len(normalised), self.max_distance)
+            item.text = normalised if item.threshold is not None else None
+        elif item.features is not None and item.features < self.min_features:
+            item.radius = 0  # near-empty texts match only the same normalised content
+        else:
+            item.radius = self.max_distance
+        return item
 
     def _now(self, at: datetime | None) -> datetime:
         return utc_naive(at)
-
-    # --- candidates ----------------------------------------------------------------------------
-
-    def _candidates(
-        self, conn: Connection, wanted: Sequence[tuple[int, int]], now: datetime
-    ) -> dict[int, int]:
-        """Rows (id -> unsigned fingerprint) having one of the (band, value) pairs ``wanted``."""
-        per_band: dict[int, set[int]] = {}
-        for band, value in wanted:
-            per_band.setdefault(band, set()).add(value)
-        start = window_start(now, self.keep)
-        params: dict[str, Any] = {"ns": self._ns_id}
-        if start is not None:
-            params["cutoff"] = partition_of(start, self._partition_seconds)
-        lists = [
-            (band, chunk)
-            for band, values in sorted(per_band.items())
-            for chunk in _chunks(sorted(values), prepared.MAX_IN)
-        ]
-        found: dict[int, int] = {}
-        for first in range(0, len(lists), prepared.MAX_SELECTS):
-            group = lists[first : first + prepared.MAX_SELECTS]
-            values = dict(params)
-            for i, (_band, chunk) in enumerate(group):
-                values.update(_padded_params(f"v{i}_", chunk))
-            shape = tuple((band, prepared.padded(len(chunk))) for band, chunk in group)
-            statement = prepared.candidate_lookup(conn.dialect, shape, start is not None)
-            for row in statement.run(conn, values):
-                found[int(row[0])] = from_signed(int(row[1]))
-        return found
-
-    def _details(
-        self, conn: Connection, near: dict[int, int], fingerprint: int, now: datetime
-    ) -> list[Match]:
-        """Key and time of the rows that passed the distance filter; drops rows out of window."""
-        start = window_start(now, self.keep)
-        found = [
-            Match(key, near[row_id], (near[row_id] ^ fingerprint).bit_count(), added_at)
-            for row_id, (key, added_at) in self._row_details(conn, set(near)).items()
-            if start is None or added_at >= start
-        ]
-        found.sort(key=lambda match: (match.distance, match.added_at, match.key))
-        return found
-
-    def _search(
-        self, conn: Connection, fingerprint: int, radius: int, now: datetime
-    ) -> list[Match]:
-        wanted = [
-            (band, value)
-            for band, values in band_values(fingerprint, radius).items()
-            for value in values
-        ]
-        rows = self._candidates(conn, wanted, now)
-        near = {
-            row_id: value
-            for row_id, value in rows.items()
-            if (value ^ fingerprint).bit_count() <= radius
-        }
-        return self._details(conn, near, fingerprint, now)
 
     # --- public API: query ----------------------------------------------------------------------
 
@@ -422,15 +312,14 @@ class SimStore:
         limit: int | None = None,
         now: datetime | None = None,
     ) -> list[Match]:
-        """Kept fingerprints within ``max_distance`` of a text or fingerprint, nearest first."""
-        item = self._item("query", text, fingerprint)
+        """Kept texts near a text or fingerprint (the same rule as ``add``), nearest first."""
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
             raise InvalidInput(f"limit must be a positive int, got {limit!r}")
-        radius = self._radius_for(item, max_distance)
+        item = self._items([("query", text, fingerprint)], max_distance)[0]
         with self._reading() as conn:
-            matches = self._search(conn, item.fingerprint, radius, self._now(now))
+            matches = self._finder.find(conn, [item], [self._now(now)])[0]
         return matches[:limit] if limit else matches
 
     # --- public API: add --------------------------------------------------------------------------
@@ -445,21 +334,20 @@ class SimStore:
         max_distance: int | None = None,
     ) -> Decision:
         """Check and insert in one atomic step: kept, or a near-duplicate of an earlier key."""
-        item = self._item(key, text, fingerprint)
-        radius = self._radius_for(item, max_distance)
+        item = self._items([(key, text, fingerprint)], max_distance)[0]
         moment = self._now(at)
         for _attempt in range(5):
             try:
                 with self._transaction() as conn:
                     probe = None
-                    if radius <= BAND_LOCK_MAX_RADIUS:
+                    if item.radius <= BAND_LOCK_MAX_RADIUS:
                         probe = [
                             (band, value)
-                            for band, values in band_values(item.fingerprint, radius).items()
+                            for band, values in band_values(item.fingerprint, item.radius).items()
                             for value in values
                         ]
                     lock_for_write(conn, self._ns_id, probe)
-                    return self._decide(conn, [(item, radius, moment)])[0]
+                    return self._decide(conn, [item], [moment])[0]
             except exc.IntegrityError:
                 # the same key raced in from elsewhere: the retry finds its decision
                 log.debug("integrity error adding %r, retrying", item.key)
@@ -468,7 +356,7 @@ class SimStore:
     def _earlier(self, conn: Connection, key: str) -> Any:
         return self._decisions_of(conn, [key]).get(key)
 
-    def _replay(self, conn: Connection, row: Any, item: _Item) -> Decision:
+    def _replay(self, conn: Connection, row: Any, item: Item) -> Decision:
         stored = from_signed(int(row.fp))
         if stored != item.fingerprint:
             raise KeyConflict(
@@ -485,34 +373,34 @@ class SimStore:
         match = None
         if kept is not None:
             value = from_signed(int(kept.fp))
-            match = Match(row.duplicate_of, value, (value ^ stored).bit_count(), kept.added_at)
+            match = Match(
+                row.duplicate_of,
+                value,
+                (value ^ stored).bit_count(),
+                kept.added_at,
+                row.measure,
+                row.score,
+            )
         return Decision(item.key, stored, False, match, (match,) if match else ())
 
     def _decide(
-        self, conn: Connection, batch: Sequence[tuple[_Item, int, datetime]]
+        self, conn: Connection, items: Sequence[Item], moments: Sequence[datetime]
     ) -> list[Decision]:
         """Decide a batch in input order, under the caller's write lock, with few round trips.
 
-        One query finds earlier decisions of the batch's keys, one UNION finds every stored
-        candidate of every item, and kept items of the batch are indexed by band in memory, so an
-        item also sees the items kept before it in the same batch. Rows are inserted at the end.
+        One query finds earlier decisions of the batch's keys, the finder matches every item
+        against the kept rows at once, and kept items of the batch are indexed by band in memory,
+        so an item also sees the items kept before it in the same batch. Rows are inserted last.
         """
-        earlier = self._decisions_of(conn, [item.key for item, _radius, _moment in batch])
-        probes = [band_values(item.fingerprint, radius) for item, radius, _moment in batch]
-        wanted = {
-            (band, value) for probe in probes for band, values in probe.items() for value in values
-        }
-        stored = self._candidates(conn, sorted(wanted), min(moment for _i, _r, moment in batch))
-        near_ids = self._near_stored(batch, probes, stored)
-        details = self._row_details(conn, set().union(*near_ids))
-
-        kept_index = _BandIndex()
-        kept: list[Match] = []
+        earlier = self._decisions_of(conn, [item.key for item in items])
+        found = self._finder.find(conn, items, moments)
+        kept_index = BandIndex()
+        kept: list[tuple[Match, str | None]] = []
         decided: dict[str, Decision] = {}
         new_rows: list[dict[str, Any]] = []
         log_rows: list[dict[str, Any]] = []
         out: list[Decision] = []
-        for (item, radius, moment), probe, ids in zip(batch, probes, near_ids, strict=True):
+        for item, moment, matches in zip(items, moments, found, strict=True):
             if item.key in decided or item.key in earlier:
                 prior = decided.get(item.key) or self._replay(conn, earlier[item.key], item)
                 if prior.fingerprint != item.fingerprint:
@@ -523,27 +411,20 @@ class SimStore:
                 out.append(prior)
                 continue
             start = window_start(moment, self.keep)
-            matches = [
-                Match(
-                    details[i][0],
-                    stored[i],
-                    (stored[i] ^ item.fingerprint).bit_count(),
-                    details[i][1],
-                )
-                for i in ids
-                if i in details and (start is None or details[i][1] >= start)
-            ]
-            for index in kept_index.lookup(probe):
-                other = kept[index]
-                distance = (other.fingerprint ^ item.fingerprint).bit_count()
-                if distance <= radius and (start is None or other.added_at >= start):
-                    matches.append(Match(other.key, other.fingerprint, distance, other.added_at))
-            matches.sort(key=lambda match: (match.distance, match.added_at, match.key))
+            for index in kept_index.lookup(band_values(item.fingerprint, item.radius)):
+                other, other_text = kept[index]
+                if start is None or other.added_at >= start:
+                    match = self._finder.confirm(
+                        item, other.key, other.fingerprint, other.added_at, other_text
+                    )
+                    if match is not None:
+                        matches.append(match)
+            matches = sort_matches(matches)
             part = partition_of(moment, self._partition_seconds)
             best = matches[0] if matches else None
             if best is None:
                 kept_index.add(len(kept), item.fingerprint)
-                kept.append(Match(item.key, item.fingerprint, 0, moment))
+                kept.append((Match(item.key, item.fingerprint, 0, moment), item.text))
                 new_rows.append(
                     {
                         "ns_id": self._ns_id,
@@ -552,6 +433,7 @@ class SimStore:
                         **dict(zip(BAND_COLUMNS, bands(item.fingerprint), strict=True)),
                         "added_at": moment,
                         "part": part,
+                        "text": item.text,
                     }
                 )
             log_rows.append(
@@ -564,6 +446,8 @@ class SimStore:
                     "inserted": best is None,
                     "duplicate_of": None if best is None else best.key,
                     "distance": None if best is None else best.distance,
+                    "measure": None if best is None else best.measure,
+                    "score": None if best is None else best.score,
                 }
             )
             decision = Decision(item.key, item.fingerprint, best is None, best, tuple(matches))
@@ -575,46 +459,11 @@ class SimStore:
             prepared.insert_into(conn.dialect, decisions).run_many(conn, log_rows)
         return out
 
-    @staticmethod
-    def _near_stored(
-        batch: Sequence[tuple[_Item, int, datetime]],
-        probes: Sequence[Mapping[int, Iterable[int]]],
-        stored: dict[int, int],
-    ) -> list[set[int]]:
-        """For each item, the stored row ids within its radius (numpy join when radii <= 3)."""
-        if all(radius <= EXACT_BAND_RADIUS for _item, radius, _moment in batch):
-            row_ids = list(stored)
-            positions = near_pairs(
-                [item.fingerprint for item, _radius, _moment in batch],
-                [radius for _item, radius, _moment in batch],
-                list(stored.values()),
-            )
-            return [{row_ids[position] for position in found} for found in positions]
-        index = _BandIndex()
-        for row_id, value in stored.items():
-            index.add(row_id, value)
-        return [
-            {
-                row_id
-                for row_id in index.lookup(probe)
-                if (stored[row_id] ^ item.fingerprint).bit_count() <= radius
-            }
-            for (item, radius, _moment), probe in zip(batch, probes, strict=True)
-        ]
-
-    def _row_details(self, conn: Connection, ids: set[int]) -> dict[int, tuple[str, datetime]]:
-        found: dict[int, tuple[str, datetime]] = {}
-        for chunk in _chunks(sorted(ids), prepared.MAX_IN):
-            statement = prepared.rows_by_id(conn.dialect, prepared.padded(len(chunk)))
-            for row in statement.run(conn, _padded_params("i", chunk)):
-                found[int(row[0])] = (row[1], prepared.as_datetime(row[2]))
-        return found
-
     def _decisions_of(self, conn: Connection, keys: Sequence[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
-        for chunk in _chunks(sorted(set(keys)), prepared.MAX_IN):
+        for chunk in chunks(sorted(set(keys)), prepared.MAX_IN):
             statement = prepared.decisions_by_key(conn.dialect, prepared.padded(len(chunk)))
-            for row in statement.run(conn, {"ns": self._ns_id, **_padded_params("k", chunk)}):
+            for row in statement.run(conn, {"ns": self._ns_id, **padded_params("k", chunk)}):
                 decision: Any = _DecisionRow._make(row)
                 found[decision.key] = decision
         return found
@@ -657,28 +506,6 @@ class SimStore:
             return raw[0], raw[1], None, None
         raise InvalidInput("add_many items are (key, text) pairs or mappings with a key")
 
-    def _prepare(
-        self, raw: list[tuple[Any, Any, Any, Any]], at: datetime | None
-    ) -> list[tuple[_Item, datetime]]:
-        """Validate a whole batch before any of it is written; fingerprint its texts at once."""
-        for key, text, fp, _when in raw:
-            checked = _check_key(key)
-            if (text is None) == (fp is None):
-                raise InvalidInput(f"give exactly one of text and fingerprint (key {checked!r})")
-            if fp is not None:
-                check_fingerprint(fp)
-        texts = [text for _key, text, fp, _when in raw if fp is None]
-        analysed = iter(analyze_many(texts, preset=self.preset))
-        prepared = []
-        for key, _text, fp, when in raw:
-            if fp is None:
-                result = next(analysed)
-                item = _Item(key, result.fingerprint, result.features)
-            else:
-                item = _Item(key, fp, None)
-            prepared.append((item, self._now(when or at)))
-        return prepared
-
     def _add_batch(
         self,
         raw: list[tuple[Any, Any, Any, Any]],
@@ -687,17 +514,14 @@ class SimStore:
         committed: int,
     ) -> list[Decision]:
         try:
-            prepared = self._prepare(raw, at)
+            items = self._items(
+                [(key, text, value) for key, text, value, _when in raw], max_distance
+            )
+            moments = [self._now(when or at) for _key, _text, _value, when in raw]
             with self._transaction() as conn:
                 lock_for_write(conn, self._ns_id, None)
                 # each kept row is visible to the next item's search: in-batch order is input order
-                decided = self._decide(
-                    conn,
-                    [
-                        (item, self._radius_for(item, max_distance), moment)
-                        for item, moment in prepared
-                    ],
-                )
+                decided = self._decide(conn, items, moments)
             if len(raw) >= ANALYZE_BATCH_ROWS:
                 self._refresh_statistics()
             return decided
@@ -740,7 +564,7 @@ class SimStore:
             row = self._earlier(conn, checked)
             if row is None:
                 return None
-            return self._replay(conn, row, _Item(checked, from_signed(int(row.fp)), None))
+            return self._replay(conn, row, Item(checked, from_signed(int(row.fp)), None, 0))
 
     def remove(self, key: str) -> bool:
         """Forget ``key`` (its kept row and its decision); True if there was anything to remove."""

@@ -25,6 +25,7 @@ TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb"
 KEY_TEXT = sa.String(255).with_variant(
     mysql.VARCHAR(255, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
 )
+LONG_TEXT = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 MYSQL_TABLE = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
 BANDS = ("b0", "b1", "b2", "b3")
 
@@ -54,6 +55,7 @@ def upgrade() -> None:
         *(sa.Column(band, sa.Integer, nullable=False) for band in BANDS),
         sa.Column("added_at", TIMESTAMP, nullable=False),
         sa.Column("part", sa.Integer, nullable=False),
+        sa.Column("text", LONG_TEXT, nullable=True),
         sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
         **MYSQL_TABLE,
     )
@@ -76,6 +78,8 @@ def upgrade() -> None:
         sa.Column("inserted", sa.Boolean, nullable=False),
         sa.Column("duplicate_of", KEY_TEXT, nullable=True),
         sa.Column("distance", sa.SmallInteger, nullable=True),
+        sa.Column("measure", sa.String(16), nullable=True),
+        sa.Column("score", sa.Float, nullable=True),
         sa.UniqueConstraint("key", "ns_id", name="uq_simstore_decisions_key"),
         **MYSQL_TABLE,
     )

@@ -1,0 +1,192 @@
+"""Finding the kept fingerprints that match a batch of items (no writes, no locks).
+
+One UNION of band lookups fetches every candidate of every item (index-only), the distances are
+computed in Python (a numpy band join when every radius is at most 3), and only the rows that pass
+get their key, time and kept text fetched. A candidate then matches when it lies inside the item's
+radius and the retention window, and, for an item under a verification policy, when the exact
+measure over the two normalised texts reaches the item's threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from simstore import _prepared as prepared
+from simstore._match import EXACT_BAND_RADIUS, near_pairs
+from simstore.encoding import BAND_COUNT, bands, from_signed
+from simstore.probes import band_values
+from simstore.results import Match
+from simstore.retention import partition_of, window_start
+from simstore.verify import Verification
+
+
+@dataclass
+class Item:
+    """One text or fingerprint to decide, with the radius and verification that apply to it."""
+
+    key: str
+    fingerprint: int
+    features: int | None
+    radius: int
+    text: str | None = None  # normalised, when the verification policy applies to this text
+    threshold: float | None = None  # the exact measure must reach this to confirm a candidate
+
+
+class BandIndex:
+    """In-memory band -> positions index, for matching candidates against many probes at once."""
+
+    def __init__(self) -> None:
+        self._bands: list[dict[int, list[int]]] = [{} for _ in range(BAND_COUNT)]
+
+    def add(self, position: int, fingerprint: int) -> None:
+        for band, value in enumerate(bands(fingerprint)):
+            self._bands[band].setdefault(value, []).append(position)
+
+    def lookup(self, probe: Mapping[int, Iterable[int]]) -> set[int]:
+        found: set[int] = set()
+        for band, values in probe.items():
+            table = self._bands[band]
+            for value in values:
+                found.update(table.get(value, ()))
+        return found
+
+
+def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for first in range(0, len(values), size):
+        yield values[first : first + size]
+
+
+def padded_params(prefix: str, values: Sequence[Any]) -> dict[str, Any]:
+    """Bind values for an IN list padded (by repeating the last value) to a power-of-two size."""
+    size = prepared.padded(len(values))
+    return {f"{prefix}{j}": values[min(j, len(values) - 1)] for j in range(size)}
+
+
+@dataclass
+class Finder:
+    """The read side of a store: its namespace, window and policies."""
+
+    ns_id: int
+    keep: timedelta | None
+    partition_seconds: int
+    max_distance: int
+    verification: Verification | None
+
+    def confirm(
+        self, item: Item, key: str, value: int, added_at: datetime, text: str | None
+    ) -> Match | None:
+        """The Match if this kept row is a near-duplicate of ``item`` (window checked by caller)."""
+        distance = (value ^ item.fingerprint).bit_count()
+        if distance > item.radius:
+            return None
+        if item.threshold is None or self.verification is None:
+            return Match(key, value, distance, added_at)
+        if text is None or item.text is None:
+            # nothing to compare with (kept from a fingerprint or as a long text): distance rules
+            return Match(key, value, distance, added_at) if distance <= self.max_distance else None
+        score = self.verification.score(item.text, text)
+        if score < item.threshold:
+            return None
+        return Match(key, value, distance, added_at, self.verification.measure, round(score, 6))
+
+    def find(
+        self, conn: Connection, items: Sequence[Item], moments: Sequence[datetime]
+    ) -> list[list[Match]]:
+        """For each item, the kept rows that match it, nearest first."""
+        probes = [band_values(item.fingerprint, item.radius) for item in items]
+        wanted = {(b, v) for probe in probes for b, values in probe.items() for v in values}
+        stored = self._candidates(conn, sorted(wanted), min(moments))
+        near_ids = self._near(items, probes, stored)
+        details = self._row_details(conn, set().union(*near_ids))
+        found: list[list[Match]] = []
+        for item, moment, ids in zip(items, moments, near_ids, strict=True):
+            start = window_start(moment, self.keep)
+            matches = []
+            for row_id in ids:
+                if row_id not in details:
+                    continue
+                key, added_at, text = details[row_id]
+                if start is not None and added_at < start:
+                    continue
+                match = self.confirm(item, key, stored[row_id], added_at, text)
+                if match is not None:
+                    matches.append(match)
+            found.append(sort_matches(matches))
+        return found
+
+    def _candidates(
+        self, conn: Connection, wanted: Sequence[tuple[int, int]], now: datetime
+    ) -> dict[int, int]:
+        """Rows (id -> unsigned fingerprint) having one of the (band, value) pairs ``wanted``."""
+        per_band: dict[int, set[int]] = {}
+        for band, value in wanted:
+            per_band.setdefault(band, set()).add(value)
+        start = window_start(now, self.keep)
+        params: dict[str, Any] = {"ns": self.ns_id}
+        if start is not None:
+            params["cutoff"] = partition_of(start, self.partition_seconds)
+        lists = [
+            (band, chunk)
+            for band, values in sorted(per_band.items())
+            for chunk in chunks(sorted(values), prepared.MAX_IN)
+        ]
+        # One statement per (band, padded size) keeps the compiled shapes few; a single item's
+        # lists (all of one size) go out as one UNION ALL, one round trip.
+        sizes = {prepared.padded(len(chunk)) for _band, chunk in lists}
+        groups = [lists] if len(sizes) == 1 and len(lists) <= 4 else [[entry] for entry in lists]
+        found: dict[int, int] = {}
+        for group in groups:
+            values = dict(params)
+            for i, (_band, chunk) in enumerate(group):
+                values.update(padded_params(f"v{i}_", chunk))
+            shape = tuple((band, prepared.padded(len(chunk))) for band, chunk in group)
+            statement = prepared.candidate_lookup(conn.dialect, shape, start is not None)
+            for row in statement.run(conn, values):
+                found[int(row[0])] = from_signed(int(row[1]))
+        return found
+
+    @staticmethod
+    def _near(
+        items: Sequence[Item], probes: Sequence[Mapping[int, Iterable[int]]], stored: dict[int, int]
+    ) -> list[set[int]]:
+        """For each item, the stored row ids within its radius (numpy join when radii <= 3)."""
+        if all(item.radius <= EXACT_BAND_RADIUS for item in items):
+            row_ids = list(stored)
+            positions = near_pairs(
+                [item.fingerprint for item in items],
+                [item.radius for item in items],
+                list(stored.values()),
+            )
+            return [{row_ids[position] for position in found} for found in positions]
+        index = BandIndex()
+        for row_id, value in stored.items():
+            index.add(row_id, value)
+        return [
+            {
+                row_id
+                for row_id in index.lookup(probe)
+                if (stored[row_id] ^ item.fingerprint).bit_count() <= item.radius
+            }
+            for item, probe in zip(items, probes, strict=True)
+        ]
+
+    @staticmethod
+    def _row_details(
+        conn: Connection, ids: set[int]
+    ) -> dict[int, tuple[str, datetime, str | None]]:
+        found: dict[int, tuple[str, datetime, str | None]] = {}
+        for chunk in chunks(sorted(ids), prepared.MAX_IN):
+            statement = prepared.rows_by_id(conn.dialect, prepared.padded(len(chunk)))
+            for row in statement.run(conn, padded_params("i", chunk)):
+                found[int(row[0])] = (row[1], prepared.as_datetime(row[2]), row[3])
+        return found
+
+
+def sort_matches(matches: list[Match]) -> list[Match]:
+    """Nearest first, then oldest, then by key."""
+    return sorted(matches, key=lambda match: (match.distance, match.added_at, match.key))

@@ -1,0 +1,95 @@
+"""Short texts are decided by an exact measure over SimHash candidates from a wider radius."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from simstore import fingerprint, hamming
+from simstore.errors import InvalidInput
+from simstore.verify import Verification
+from tests.conftest import StoreFactory
+
+ORIGINAL = "Just tried the new hiking boots from Pelham. Looks nice, stopped working after a week!"
+REPOST = "RT @sam: " + ORIGINAL
+ZH = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
+ZH_REPOST = "转发：" + ZH
+
+
+@pytest.mark.parametrize(("original", "repost"), [(ORIGINAL, REPOST), (ZH, ZH_REPOST)])
+def test_a_short_repost_beyond_k3_is_confirmed_by_the_measure(
+    make_store: StoreFactory, original: str, repost: str
+) -> None:
+    distance = hamming(fingerprint(original), fingerprint(repost))
+    assert 3 < distance <= Verification().short_radius  # plain k = 3 would miss it
+    store = make_store()
+    assert store.add(original, key="a").inserted
+    decision = store.add(repost, key="b")
+    assert not decision.inserted and decision.duplicate_of is not None
+    assert decision.duplicate_of.key == "a" and decision.duplicate_of.distance == distance
+    assert decision.duplicate_of.measure == "jaccard"
+    assert decision.duplicate_of.score is not None and decision.duplicate_of.score > 0.9
+    assert [m.key for m in store.query(repost)] == ["a"]
+
+
+def test_the_measure_is_recorded_for_auditors(make_store: StoreFactory, engine: Engine) -> None:
+    store = make_store()
+    store.add(ORIGINAL, key="a")
+    store.add(REPOST, key="b")
+    with engine.connect() as connection:
+        row = connection.execute(
+            sa.text(
+                "SELECT d.duplicate_of, d.measure, d.score FROM simstore_decisions d "
+                "JOIN simstore_namespaces n ON n.id = d.ns_id WHERE n.name = :ns AND d.key = 'b'"
+            ),
+            {"ns": store.namespace},
+        ).one()
+    assert row[0] == "a" and row[1] == "jaccard" and row[2] > 0.9
+
+
+def test_without_verification_plain_k3_misses_the_repost(make_store: StoreFactory) -> None:
+    store = make_store(verification=None)
+    store.add(ORIGINAL, key="a")
+    assert store.add(REPOST, key="b").inserted
+
+
+def test_an_explicit_radius_means_plain_simhash(make_store: StoreFactory) -> None:
+    store = make_store()
+    store.add(ORIGINAL, key="a")
+    assert store.add(REPOST, key="b", max_distance=3).inserted
+
+
+def test_the_threshold_decides(make_store: StoreFactory) -> None:
+    strict = make_store(verification=Verification(threshold=0.99))
+    strict.add(ORIGINAL, key="a")
+    assert strict.add(REPOST, key="b").inserted  # a candidate, but its score is below 0.99
+
+
+def test_in_batch_items_are_verified_too(make_store: StoreFactory) -> None:
+    store = make_store()
+    decisions = list(store.add_many([("a", ORIGINAL), ("b", REPOST), ("c", "Something else.")]))
+    assert [d.inserted for d in decisions] == [True, False, True]
+    duplicate = decisions[1].duplicate_of
+    assert duplicate is not None and duplicate.key == "a" and duplicate.measure == "jaccard"
+
+
+def test_long_texts_keep_the_plain_radius(make_store: StoreFactory) -> None:
+    long_text = " ".join(
+        f"sentence number {i} about storage engines and indexes." for i in range(20)
+    )
+    store = make_store()
+    first = store.add(long_text, key="long")
+    assert first.inserted
+    again = store.add(long_text + " One more.", key="long2")
+    assert not again.inserted and again.duplicate_of is not None
+    assert again.duplicate_of.measure is None  # decided by distance alone
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"measure": "dice"}, {"threshold": 1.5}, {"short_radius": -1}, {"long_threshold": -0.1}],
+)
+def test_bad_policies_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(InvalidInput):
+        Verification(**options)  # type: ignore[arg-type]
