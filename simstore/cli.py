@@ -233,7 +233,8 @@ def _decision_json(decision: Decision) -> dict[str, Any]:
         "inserted": decision.inserted,
         "duplicate_of": None
         if match is None
-        else _match_json(match.key, match.fingerprint, match.distance, match.added_at),
+        else _match_json(match.key, match.fingerprint, match.distance, match.added_at)
+        | {"measure": match.measure, "score": match.score},
     }
 
 
@@ -639,13 +640,23 @@ def query(settings: Settings, text: str, max_distance: int | None, limit: int | 
 
 
 def _decision_of(settings: Settings, key: str) -> Decision:
+    return _decision_and_texts(settings, key)[0]
+
+
+def _decision_and_texts(settings: Settings, key: str) -> tuple[Decision, dict[str, str | None]]:
+    """The decision of KEY and the normalised texts the store kept for it and its match."""
     with _store(settings) as store:
         decision = store.get(key)
+        texts: dict[str, str | None] = {}
+        if decision is not None:
+            texts[key] = store.kept_text(key)
+            if decision.duplicate_of is not None:
+                texts[decision.duplicate_of.key] = store.kept_text(decision.duplicate_of.key)
     if decision is None:
         raise Failure(
             f"no key {key!r} in namespace {settings.namespace!r} of {redact(settings.url)}"
         )
-    return decision
+    return decision, texts
 
 
 @main.command()
@@ -664,7 +675,8 @@ def show(settings: Settings, key: str) -> None:
 
 
 TEXTS_NOT_STORED = (
-    "not stored: simstore keeps fingerprints, not texts; look both keys up in your source data"
+    "not stored: simstore keeps the normalised text of short texts only (and never of a text "
+    "judged a duplicate); look the key up in your source data"
 )
 
 
@@ -674,13 +686,14 @@ TEXTS_NOT_STORED = (
 def explain(settings: Settings, key: str) -> None:
     """Why KEY was kept or judged a duplicate.
 
-    Shows the key it matched, the distance and the bits that differ. The differing bits are those
-    set in the XOR of the two fingerprints (bit 0 is the least significant; band b0 holds bits
-    63..48, b3 bits 15..0). Texts are not shown: the store keeps fingerprints only.
+    Shows the key it matched, the distance, the bits that differ, the exact measure that confirmed
+    a short text and its score, and the normalised texts where the store kept them (short texts).
+    The differing bits are those set in the XOR of the two fingerprints (bit 0 is the least
+    significant; band b0 holds bits 63..48, b3 bits 15..0).
     """
-    decision = _decision_of(settings, key)
+    decision, texts = _decision_and_texts(settings, key)
     match = decision.duplicate_of
-    data = _decision_json(decision) | {"texts": None, "texts_note": TEXTS_NOT_STORED}
+    data = _decision_json(decision) | {"texts": texts, "texts_note": TEXTS_NOT_STORED}
     rows = {"key": decision.key, "decision": _verdict(decision)}
     if decision.inserted:
         rows["why"] = "no kept fingerprint was within the max distance when it was added"
@@ -693,7 +706,10 @@ def explain(settings: Settings, key: str) -> None:
         rows["matched"] = f"{match.hex}  ({match.key}, added {_shown(match.added_at)})"
         rows["xor"] = to_hex(xor)
         rows["differing bits"] = f"{', '.join(map(str, bits))} (bands {bands})" if bits else "none"
-    rows["texts"] = TEXTS_NOT_STORED
+        if match.measure is not None:
+            rows["confirmed by"] = f"{match.measure} similarity {match.score:.3f}"
+    for text_key, text in texts.items():
+        rows[f"text of {text_key}"] = TEXTS_NOT_STORED if text is None else text
     _emit(settings, data, _pairs(rows))
 
 

@@ -557,6 +557,16 @@ class SimStore:
 
     # --- public API: the rest -------------------------------------------------------------------
 
+    def kept_text(self, key: str) -> str | None:
+        """The normalised text kept for ``key`` (kept short texts only; None otherwise)."""
+        checked = _check_key(key)
+        with self._reading() as conn:
+            return conn.execute(
+                sa.select(fingerprints.c.text).where(
+                    fingerprints.c.key == checked, fingerprints.c.ns_id == self._ns_id
+                )
+            ).scalar()
+
     def get(self, key: str) -> Decision | None:
         """The decision recorded for ``key`` (None if it was never added or has been purged)."""
         checked = _check_key(key)
