@@ -1,0 +1,152 @@
+"""Upgrading frozen databases: every ``tests/data/frozen/<revision>.sqlite`` was written by a
+simstore at that schema revision (``tests/data/make_frozen.py``). A copy of each is upgraded (on
+open, and with ``simstore db upgrade``), and its rows are also copied into PostgreSQL and MariaDB
+databases at the same revision and upgraded there. Afterwards every old decision reads back as
+recorded, old kept rows still match, re-adding an old text replays its decision, and new adds work.
+Nothing here names a revision: a new frozen file is picked up as it is."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from click.testing import CliRunner
+
+from simstore import from_hex, migrate, schema
+from simstore.cli import main
+from simstore.store import SimStore
+from tests._workers import audit, sqlite_integrity, text_variant
+from tests.conftest import new_server_database
+
+FROZEN = sorted((Path(__file__).parent / "data" / "frozen").glob("*.json"))
+EVERY_FROZEN = pytest.mark.parametrize("manifest_path", FROZEN, ids=[path.stem for path in FROZEN])
+COPIED_TABLES = ("simstore_namespaces", "simstore_fingerprints", "simstore_decisions")
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def test_there_is_a_frozen_database_of_every_revision_up_to_the_newest() -> None:
+    frozen = {_manifest(path)["revision"] for path in FROZEN}
+    assert migrate.head() in frozen, "run: python tests/data/make_frozen.py"
+    for path in FROZEN:
+        assert path.with_suffix(".sqlite").is_file(), path
+
+
+def check_frozen(url: str, manifest: dict[str, Any]) -> None:
+    """The recorded decisions read back, old rows match, replays replay, new adds work."""
+    for namespace in manifest["namespaces"]:
+        name, items = namespace["name"], namespace["items"]
+        with SimStore(url, namespace=name, keep=namespace["keep"]) as store:
+            assert store.preset.label == namespace["preset"]
+            for item in items:
+                value, at = from_hex(item["fingerprint"]), datetime.fromisoformat(item["at"])
+                decision = store.get(item["key"])
+                assert decision is not None, item
+                assert decision.fingerprint == value and decision.inserted == item["inserted"]
+                match = decision.duplicate_of
+                assert (match.key if match else None) == item["duplicate_of"], item
+                if item["inserted"]:
+                    found = store.query(fingerprint=value, max_distance=0, now=at)
+                    assert item["key"] in [m.key for m in found], item
+                if item["text"] is not None:  # same preset, same fingerprint: a replay
+                    again = store.add(item["text"], key=item["key"], at=at)
+                    assert (again.fingerprint, again.inserted) == (value, item["inserted"])
+            before = store.stats().decisions
+            kept = next(item for item in items if item["inserted"] and item["text"])
+            later = datetime.fromisoformat(kept["at"]) + timedelta(minutes=30)
+            near = store.add(text_variant(kept["text"], 1), key="new-near", at=later)
+            assert near.duplicate_of is not None and near.duplicate_of.key == kept["key"]
+            fresh = store.add(key="new-far", fingerprint=0x5A5A_A5A5_5A5A_A5A5, at=later)
+            assert fresh.inserted
+            assert store.stats().decisions == before + 2
+        assert audit(url, name).problems == []
+
+
+def _copy(tmp_path: Path, manifest_path: Path) -> str:
+    database = tmp_path / manifest_path.with_suffix(".sqlite").name
+    shutil.copyfile(manifest_path.with_suffix(".sqlite"), database)
+    return f"sqlite:///{database}"
+
+
+@EVERY_FROZEN
+@pytest.mark.parametrize("how", ["on open", "simstore db upgrade"])
+def test_a_frozen_sqlite_database_is_upgraded_and_keeps_its_rows(
+    manifest_path: Path, how: str, tmp_path: Path
+) -> None:
+    manifest = _manifest(manifest_path)
+    url = _copy(tmp_path, manifest_path)
+    assert migrate.current(url) == manifest["revision"]
+    if how == "simstore db upgrade":
+        result = CliRunner().invoke(main, ["--db", url, "db", "upgrade"])
+        assert result.exit_code == 0, result.output
+        assert migrate.current(url) == migrate.head()
+    check_frozen(url, manifest)  # "on open": the first SimStore upgrades the file
+    assert migrate.current(url) == migrate.head()
+    assert sqlite_integrity(url) == ["ok"]
+    assert _differences_from_the_models(url) == []
+
+
+def _differences_from_the_models(url: str) -> list[Any]:
+    """What alembic's autogenerate would change to make the database equal simstore's models."""
+
+    def ours(_obj: object, name: str | None, type_: str, _reflected: bool, _other: object) -> bool:
+        if type_ != "table":
+            return True
+        return bool(name and name.startswith("simstore_")) and name != migrate.VERSION_TABLE
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            options = {"include_object": ours, "compare_type": True}
+            context = MigrationContext.configure(conn, opts=options)
+            return list(compare_metadata(context, schema.metadata))
+    finally:
+        engine.dispose()
+
+
+def _copy_rows(source_url: str, target_url: str) -> None:
+    """Copy simstore's rows as they are (ids included) between databases at one revision."""
+    source, target = sa.create_engine(source_url), sa.create_engine(target_url)
+    try:
+        old, new = sa.MetaData(), sa.MetaData()
+        old.reflect(source, only=COPIED_TABLES)
+        new.reflect(target, only=COPIED_TABLES)
+        with source.connect() as reading, target.begin() as writing:
+            for name in COPIED_TABLES:
+                rows = [dict(row._mapping) for row in reading.execute(sa.select(old.tables[name]))]
+                if rows:
+                    writing.execute(sa.insert(new.tables[name]), rows)
+                if writing.dialect.name == "postgresql":  # the ids were given: move the sequence on
+                    writing.execute(
+                        sa.text(
+                            f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), "
+                            f"(SELECT COALESCE(MAX(id), 0) + 1 FROM {name}), false)"
+                        )
+                    )
+    finally:
+        source.dispose()
+        target.dispose()
+
+
+@EVERY_FROZEN
+@pytest.mark.parametrize("kind", ["postgresql", "mysql"])
+def test_frozen_rows_on_a_server_are_upgraded_and_keep_matching(
+    manifest_path: Path, kind: str, tmp_path: Path
+) -> None:
+    manifest = _manifest(manifest_path)
+    url = new_server_database(kind)
+    migrate.upgrade(url, manifest["revision"])
+    _copy_rows(_copy(tmp_path, manifest_path), url)
+    migrate.upgrade(url)
+    assert migrate.current(url) == migrate.head()
+    check_frozen(url, manifest)
