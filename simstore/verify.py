@@ -24,7 +24,7 @@ MEASURES: tuple[Measure, ...] = ("jaccard", "cosine", "edit")
 class Verification:
     """The store's policy for deciding short texts (and, optionally, long ones) exactly."""
 
-    short_length: int = 140  # normalised characters; shorter texts are verified
+    short_length: int = 300  # normalised characters; shorter texts are verified
     short_radius: int = 7  # candidate radius for short texts (<= 7 keeps PostgreSQL's band locks)
     measure: Measure = "jaccard"
     threshold: float = 0.8  # provisional: on the sample corpus 0.8 keeps precision >= 0.96
