@@ -102,7 +102,7 @@ class Finder:
         wanted = {(b, v) for probe in probes for b, values in probe.items() for v in values}
         stored = self._candidates(conn, sorted(wanted), min(moments))
         near_ids = self._near(items, probes, stored)
-        details = self._row_details(conn, set().union(*near_ids))
+        details = self._row_details(conn, stored, set().union(*near_ids))
         found: list[list[Match]] = []
         for item, moment, ids in zip(items, moments, near_ids, strict=True):
             start = window_start(moment, self.keep)
@@ -175,15 +175,22 @@ class Finder:
             for item, probe in zip(items, probes, strict=True)
         ]
 
-    @staticmethod
     def _row_details(
-        conn: Connection, ids: set[int]
+        self, conn: Connection, stored: dict[int, int], ids: set[int]
     ) -> dict[int, tuple[str, datetime, str | None]]:
+        """Key, time and kept text of rows still holding the fingerprint the lookup saw.
+
+        Outside a transaction (pysqlite opens none for reads) a purge and an add may run between
+        the lookup and this read, and SQLite reuses the rowid of a deleted last row: a row whose
+        fingerprint changed is not the one that was found, so it is dropped.
+        """
         found: dict[int, tuple[str, datetime, str | None]] = {}
         for chunk in chunks(sorted(ids), prepared.MAX_IN):
             statement = prepared.rows_by_id(conn.dialect, prepared.padded(len(chunk)))
-            for row in statement.run(conn, padded_params("i", chunk)):
-                found[int(row[0])] = (row[1], prepared.as_datetime(row[2]), row[3])
+            for row in statement.run(conn, {"ns": self.ns_id, **padded_params("i", chunk)}):
+                row_id = int(row[0])
+                if from_signed(int(row[4])) == stored.get(row_id):
+                    found[row_id] = (row[1], prepared.as_datetime(row[2]), row[3])
         return found
 
 

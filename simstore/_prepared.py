@@ -132,13 +132,20 @@ def decisions_by_key(dialect: sa.Dialect, count: int) -> Prepared:
 
 
 def rows_by_id(dialect: sa.Dialect, count: int) -> Prepared:
-    """Key, time and kept text of ``count`` fingerprint rows (parameters ``i0``..)."""
+    """Key, time, kept text and value of ``count`` rows (parameters ``ns``, ``i0``..)."""
 
     def build() -> ClauseElement:
         names: list[Any] = [sa.bindparam(f"i{j}") for j in range(count)]
         return sa.select(
-            fingerprints.c.id, fingerprints.c.key, fingerprints.c.added_at, fingerprints.c.text
-        ).where(fingerprints.c.id == names[0] if count == 1 else fingerprints.c.id.in_(names))
+            fingerprints.c.id,
+            fingerprints.c.key,
+            fingerprints.c.added_at,
+            fingerprints.c.text,
+            fingerprints.c.fp,
+        ).where(
+            fingerprints.c.ns_id == sa.bindparam("ns"),
+            fingerprints.c.id == names[0] if count == 1 else fingerprints.c.id.in_(names),
+        )
 
     return _cached(("rows", count), dialect, build)
 

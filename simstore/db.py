@@ -37,7 +37,6 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
     finally:
         cursor.close()
 
@@ -53,7 +52,8 @@ def create_engine_for(url: str | URL) -> Engine:
     if backend == "sqlite":
         database = parsed.database or ""
         memory = database in ("", ":memory:") or database.startswith("file::memory:")
-        kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False}
+        busy_timeout = _busy_timeout(parsed)
+        kwargs["connect_args"] = {"timeout": busy_timeout, "check_same_thread": False}
         if memory:
             kwargs["poolclass"] = StaticPool
         elif not Path(database).parent.exists():
@@ -71,6 +71,20 @@ def create_engine_for(url: str | URL) -> Engine:
     if backend == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def _busy_timeout(url: URL) -> float:
+    """Seconds a SQLite writer waits for the lock: the URL's ``?timeout=`` or 30."""
+    given = url.query.get("timeout")
+    if given is None:
+        return SQLITE_BUSY_TIMEOUT_S
+    try:
+        seconds = float(given if isinstance(given, str) else given[0])
+    except ValueError:
+        raise InvalidInput(f"timeout must be a number of seconds, got {given!r}") from None
+    if not 0 <= seconds <= 3600:
+        raise InvalidInput(f"timeout must lie in 0..3600 seconds, got {seconds}")
+    return seconds
 
 
 def resolve_bind(bind: object) -> tuple[Engine | None, Connection | None]:

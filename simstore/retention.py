@@ -7,6 +7,7 @@ the window, in bounded batches.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -15,6 +16,14 @@ from simstore.errors import InvalidInput, InvalidType
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 EPOCH = datetime(1970, 1, 1)
+LATEST = datetime(9999, 1, 1)
+MAX_DURATION = timedelta(days=36_500)  # a century: longer windows or partitions are mistakes
+
+
+def _seconds(seconds: float, given: object) -> timedelta:
+    if not math.isfinite(seconds) or abs(seconds) > MAX_DURATION.total_seconds():
+        raise InvalidInput(f"a duration must be at most {MAX_DURATION.days} days, got {given!r}")
+    return timedelta(seconds=seconds)
 
 
 def parse_duration(value: str | timedelta | int | float) -> timedelta:
@@ -24,16 +33,18 @@ def parse_duration(value: str | timedelta | int | float) -> timedelta:
     elif isinstance(value, bool):
         raise InvalidType("a duration is a timedelta, seconds or text like '2d'")
     elif isinstance(value, (int, float)):
-        duration = timedelta(seconds=value)
+        duration = _seconds(value, value)
     elif isinstance(value, str):
         match = _DURATION.fullmatch(value)
         if not match:
             raise InvalidInput(f"not a duration: {value!r} (use e.g. 30m, 12h, 2d, 1w)")
-        duration = timedelta(seconds=float(match[1]) * _UNIT_SECONDS[match[2].lower()])
+        duration = _seconds(float(match[1]) * _UNIT_SECONDS[match[2].lower()], value)
     else:
         raise InvalidType(f"a duration is a timedelta, seconds or text, not {type(value).__name__}")
     if duration <= timedelta(0):
         raise InvalidInput(f"a duration must be positive, got {value!r}")
+    if duration > MAX_DURATION:
+        raise InvalidInput(f"a duration must be at most {MAX_DURATION.days} days, got {value!r}")
     return duration
 
 
@@ -44,7 +55,14 @@ def utc_naive(moment: datetime | None) -> datetime:
     if not isinstance(moment, datetime):
         raise InvalidType(f"a time must be a datetime, not {type(moment).__name__}")
     if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        try:
+            moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        except OverflowError as error:
+            raise InvalidInput(f"time {moment!r} cannot be converted to UTC") from error
+    if not EPOCH <= moment < LATEST:
+        raise InvalidInput(
+            f"times must lie between {EPOCH:%Y-%m-%d} and {LATEST:%Y-%m-%d}, got {moment}"
+        )
     return moment
 
 
@@ -55,4 +73,9 @@ def partition_of(moment: datetime, partition_seconds: int) -> int:
 
 def window_start(now: datetime, keep: timedelta | None) -> datetime | None:
     """The oldest time still inside the window (None: no window, everything matches)."""
-    return None if keep is None else now - keep
+    if keep is None:
+        return None
+    try:
+        return now - keep
+    except OverflowError:
+        return datetime.min  # the window reaches back beyond the calendar: everything is inside

@@ -80,9 +80,18 @@ def _check_key(key: object) -> str:
         raise InvalidType(f"key must be a str, not {type(key).__name__}")
     if not key or len(key) > MAX_KEY_LENGTH:
         raise InvalidInput(f"key must have 1 to {MAX_KEY_LENGTH} characters, got {len(key)}")
-    if "\x00" in key:
-        raise InvalidInput("key must not contain NUL characters")
+    _check_text_value("key", key)
     return key
+
+
+def _check_text_value(what: str, value: str) -> None:
+    """NUL and lone surrogates cannot be stored by every driver: refuse them clearly."""
+    if "\x00" in value:
+        raise InvalidInput(f"{what} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} must be valid Unicode text (it has a lone surrogate)") from None
 
 
 def _check_radius(radius: object) -> int:
@@ -127,8 +136,9 @@ class SimStore:
         self.url = redact(self._bound_engine.url)
         if not isinstance(namespace, str):
             raise InvalidType(f"namespace must be a str, not {type(namespace).__name__}")
-        if not namespace or len(namespace) > MAX_NAMESPACE_LENGTH or "\x00" in namespace:
+        if not namespace or len(namespace) > MAX_NAMESPACE_LENGTH:
             raise InvalidInput(f"namespace must have 1 to {MAX_NAMESPACE_LENGTH} characters")
+        _check_text_value("namespace", namespace)
         self.namespace = namespace
         self.max_distance = _check_radius(max_distance)
         self.keep = None if keep is None else parse_duration(keep)
@@ -136,6 +146,8 @@ class SimStore:
             raise InvalidInput("min_features must be a non-negative int")
         self.min_features = min_features
         partition_length = parse_duration(partition)
+        if partition_length < timedelta(minutes=1):
+            raise InvalidInput("partition must be at least one minute (partition numbers are INT)")
         self._partition_seconds = max(int(partition_length.total_seconds()), 1)
         self._dialect = self._bound_engine.dialect.name
         if verification is not None and not isinstance(verification, Verification):
@@ -484,10 +496,23 @@ class SimStore:
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInput(f"batch_size must be a positive int, got {batch_size!r}")
+        if isinstance(items, (str, bytes, Mapping)):
+            raise InvalidType("add_many takes an iterable of items, not a single item")
+        try:
+            iterator = iter(items)
+        except TypeError:
+            raise InvalidType(f"add_many takes an iterable, not {type(items).__name__}") from None
         committed = 0
         batch: list[tuple[Any, Any, Any, Any]] = []
-        for raw in items:
-            batch.append(self._unpack(raw))
+        for raw in iterator:
+            try:
+                batch.append(self._unpack(raw))
+            except SimstoreError as error:
+                raise BatchFailed(
+                    f"item {committed + len(batch)} is malformed ({error}); its batch was not "
+                    f"written ({committed} items before it are committed)",
+                    committed,
+                ) from error
             if len(batch) >= batch_size:
                 yield from self._add_batch(batch, max_distance, at, committed)
                 committed += len(batch)

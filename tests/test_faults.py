@@ -258,7 +258,6 @@ def test_a_locked_sqlite_database_is_waited_for_while_reads_go_on(tmp_path: Path
 def test_a_sqlite_database_locked_past_the_busy_timeout_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "locked.db"
     SimStore(f"sqlite:///{path}").close()
-    # a caller's own engine is the one way to choose the timeout today (see the xfail below)
     engine = sa.create_engine(f"sqlite:///{path}", connect_args={"timeout": 0.3})
     store = SimStore(engine)
     locker = _exclusive(path)
@@ -279,12 +278,6 @@ def test_a_sqlite_database_locked_past_the_busy_timeout_is_a_clear_error(tmp_pat
     engine.dispose()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needed feature: a SimStore opened from a SQLite URL always waits 30 s for a lock "
-    "(simstore.db.SQLITE_BUSY_TIMEOUT_S, set by connect_args and PRAGMA busy_timeout, overriding "
-    "the URL's own ?timeout=); SimStore has no option to choose it",
-)
 def test_the_busy_timeout_of_a_sqlite_url_can_be_chosen(tmp_path: Path) -> None:
     path = tmp_path / "locked.db"
     store = SimStore(f"sqlite:///{path}?timeout=0.3")

@@ -305,15 +305,7 @@ def test_injection_strings_through_every_store_entry_point(
 
 # --- simstore bugs found here -----------------------------------------------------------------
 
-SURROGATE_BUG = (
-    "simstore bug: a key or namespace with a lone surrogate (e.g. '\\ud800', or '\\udcff' that "
-    "Python makes of a non-UTF-8 command-line byte) passes _check_key and the namespace check and "
-    "reaches the driver, which raises a raw UnicodeEncodeError (the CLI shows 'unexpected "
-    "UnicodeEncodeError', exit 1)"
-)
 
-
-@pytest.mark.xfail(strict=True, reason=SURROGATE_BUG)
 def test_a_key_with_a_lone_surrogate_is_invalid_input(
     make_store: StoreFactory, engine: Engine
 ) -> None:
@@ -331,7 +323,6 @@ def test_a_key_with_a_lone_surrogate_is_invalid_input(
     assert row_counts(engine, store.namespace) == (0, 0)
 
 
-@pytest.mark.xfail(strict=True, reason=SURROGATE_BUG)
 def test_a_namespace_with_a_lone_surrogate_is_invalid_input(make_store: StoreFactory) -> None:
     with pytest.raises(InvalidInput):
         make_store(namespace="ns\ud800")
@@ -374,15 +365,6 @@ def test_namespaces_differing_by_trailing_spaces_are_different_namespaces(
     assert spaced.add(key="a", fingerprint=1).inserted
 
 
-EDGE_BUG = (
-    "simstore bug: values at the edge of their type escape validation as raw Python errors: "
-    "a time near datetime.min with a window (OverflowError in window_start's now - keep), a "
-    "duration of inf, nan or 1e30 seconds (OverflowError/ValueError in parse_duration's "
-    "timedelta), and add_many of a non-iterable (TypeError)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=EDGE_BUG)
 @pytest.mark.parametrize("dialect", ["sqlite-memory"], indirect=True)  # validation: no database
 @pytest.mark.parametrize(
     "call",
@@ -505,7 +487,6 @@ def test_a_bad_db_is_one_line_and_an_exit_code_without_the_password(db: str, cod
     assert PASSWORD not in result.output + result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=SURROGATE_BUG)
 def test_a_non_utf8_key_on_the_command_line_is_invalid_input(tmp_path: Path) -> None:
     run = subprocess.run(
         [

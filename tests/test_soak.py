@@ -52,7 +52,7 @@ RACING = pytest.mark.parametrize("dialect", ["sqlite-file", "postgresql", "mysql
 # simstore bug (see test_a_sqlite_query_racing_purge_and_add_names_the_right_key): on SQLite a query
 # racing a purge and an add can name the wrong key, so the soak checks its queries on servers only.
 # Set this to False when that test passes.
-SQLITE_QUERY_RACE = True
+SQLITE_QUERY_RACE = False
 
 
 @dataclass(frozen=True)
@@ -233,13 +233,6 @@ def test_soak_full(
         print("\n" + figures.line(dialect))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simstore bug: on SQLite a query reads candidate ids and then their keys in two "
-    "statements outside one transaction (pysqlite begins none for SELECTs), and SQLite reuses the "
-    "rowid of a purged last row; a purge plus an add in between makes the query name the new "
-    "row's key with the purged row's fingerprint and distance",
-)
 def test_a_sqlite_query_racing_purge_and_add_names_the_right_key(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'race.db'}"
     later = START + timedelta(hours=5)
