@@ -21,9 +21,11 @@ metadata = sa.MetaData()
 RowId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 # MySQL's DATETIME keeps whole seconds unless told otherwise.
 Timestamp = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
-# Keys compare byte for byte on every dialect (MySQL's default collation ignores case).
+# Keys compare byte for byte on every dialect: MySQL's default collation ignores case and its
+# utf8mb4_bin ignores trailing spaces, so the migration gives key columns MariaDB's
+# utf8mb4_nopad_bin (MySQL 8: utf8mb4_0900_bin, which the migration picks there instead).
 KeyText = sa.String(255).with_variant(
-    mysql.VARCHAR(255, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
+    mysql.VARCHAR(255, charset="utf8mb4", collation="utf8mb4_nopad_bin"), "mysql", "mariadb"
 )
 
 LongText = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")

@@ -328,24 +328,11 @@ def test_a_namespace_with_a_lone_surrogate_is_invalid_input(make_store: StoreFac
         make_store(namespace="ns\ud800")
 
 
-MARIADB_PAD_BUG = (
-    "simstore bug: MariaDB's utf8mb4_bin collation is PAD SPACE, so keys and namespaces that "
-    "differ only by trailing spaces compare equal: after 'a', adding 'a ' fails with a generic "
-    "SimstoreError('could not add key') and get('a ') is None; SimStore(namespace='n ') silently "
-    "opens namespace 'n'"
-)
-
-
-def _on_mariadb_only(dialect: str, request: pytest.FixtureRequest) -> None:
-    if dialect == "mysql":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=MARIADB_PAD_BUG))
-
-
+# MySQL-family binary collations are PAD SPACE; the migration gives key columns a NO PAD one.
 @pytest.mark.parametrize("dialect", ["sqlite-file", "postgresql", "mysql"], indirect=True)
 def test_keys_differing_by_trailing_spaces_are_different_keys(
-    make_store: StoreFactory, dialect: str, request: pytest.FixtureRequest
+    make_store: StoreFactory,
 ) -> None:
-    _on_mariadb_only(dialect, request)
     store = make_store()
     assert store.add(key="a", fingerprint=0x0123_4567_89AB_CDEF).inserted
     assert store.add(key="a ", fingerprint=0xFEDC_BA98_7654_3210).inserted
@@ -355,9 +342,8 @@ def test_keys_differing_by_trailing_spaces_are_different_keys(
 
 @pytest.mark.parametrize("dialect", ["sqlite-file", "postgresql", "mysql"], indirect=True)
 def test_namespaces_differing_by_trailing_spaces_are_different_namespaces(
-    make_store: StoreFactory, dialect: str, request: pytest.FixtureRequest
+    make_store: StoreFactory,
 ) -> None:
-    _on_mariadb_only(dialect, request)
     name = _unique("pad")
     assert make_store(namespace=name).add(key="a", fingerprint=1).inserted
     spaced = make_store(namespace=name + " ")

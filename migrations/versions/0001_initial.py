@@ -88,6 +88,32 @@ def upgrade() -> None:
         "ix_simstore_decisions_duplicate_of", "simstore_decisions", ["duplicate_of", "ns_id"]
     )
 
+    _compare_keys_byte_for_byte()
+
+
+def _compare_keys_byte_for_byte() -> None:
+    """MySQL-family binary collations of utf8mb4 are PAD SPACE: 'a' and 'a ' would be one key.
+
+    MariaDB's utf8mb4_nopad_bin and MySQL 8's utf8mb4_0900_bin compare every byte.
+    """
+    bind = op.get_bind()
+    if bind.dialect.name not in ("mysql", "mariadb"):
+        return
+    collation = (
+        "utf8mb4_nopad_bin" if getattr(bind.dialect, "is_mariadb", False) else "utf8mb4_0900_bin"
+    )
+    for table, column, nullable in (
+        ("simstore_namespaces", "name", False),
+        ("simstore_fingerprints", "key", False),
+        ("simstore_decisions", "key", False),
+        ("simstore_decisions", "duplicate_of", True),
+    ):
+        null = "NULL" if nullable else "NOT NULL"
+        op.execute(
+            f"ALTER TABLE {table} MODIFY `{column}` VARCHAR(255) "
+            f"CHARACTER SET utf8mb4 COLLATE {collation} {null}"
+        )
+
 
 def downgrade() -> None:
     op.drop_table("simstore_decisions")
