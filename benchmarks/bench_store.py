@@ -137,31 +137,13 @@ def main() -> None:
             rows.append(("raw sqlite3 4-band UNION ALL (floor)", samples, note))
     found = sum(bool(store.query(fingerprint=q)) for q in planted)
     new_values = [rng.getrandbits(64) for _ in range(args.adds)]
-    rows.append(
-        (
-            "add (insert-if-new), new text",
-            timed(
-                [
-                    lambda i=i, v=v: store.add(key=f"new{i}", fingerprint=v)
-                    for i, v in enumerate(new_values)
-                ]
-            ),
-            "",
-        )
-    )
     dup_values = [near(rng.choice(stored), rng, 2) for _ in range(args.adds)]
-    rows.append(
-        (
-            "add (insert-if-new), duplicate",
-            timed(
-                [
-                    lambda i=i, v=v: store.add(key=f"dup{i}", fingerprint=v)
-                    for i, v in enumerate(dup_values)
-                ]
-            ),
-            "",
-        )
-    )
+    for label, prefix, values in (
+        ("new text", "new", new_values),
+        ("duplicate", "dup", dup_values),
+    ):
+        adds = [partial(store.add, key=f"{prefix}{i}", fingerprint=v) for i, v in enumerate(values)]
+        rows.append((f"add (insert-if-new), {label}", timed(adds), ""))
 
     dialect = url.split(":", 1)[0]
     print(
