@@ -9,8 +9,9 @@ measure over the two normalised texts reaches the item's threshold.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,10 +20,13 @@ from sqlalchemy.engine import Connection
 from simstore import _prepared as prepared
 from simstore._match import EXACT_BAND_RADIUS, near_pairs
 from simstore.encoding import BAND_COUNT, bands, from_signed
-from simstore.probes import band_values
+from simstore.probes import PAIR_MAX_RADIUS, band_values, pair_plan, prefers_pairs
 from simstore.results import Match
 from simstore.retention import partition_of, window_start
 from simstore.verify import Verification
+
+LOOKUPS = ("auto", "bands", "pairs")
+ROWS_REFRESH_SECONDS = 60.0
 
 
 @dataclass
@@ -76,6 +80,27 @@ class Finder:
     partition_seconds: int
     max_distance: int
     verification: Verification | None
+    lookup: str = "auto"  # "bands", "pairs" (radius <= 3) or "auto": the cheaper by table size
+    _rows: int = field(default=0, init=False)
+    _rows_read_at: float = field(default=float("-inf"), init=False)
+
+    def uses_pairs(self, conn: Connection, radius: int) -> bool:
+        """Whether a lookup at ``radius`` goes through the pair plan (``simstore.probes``)."""
+        if radius > PAIR_MAX_RADIUS or self.lookup == "bands":
+            return False
+        return self.lookup == "pairs" or prefers_pairs(radius, self._table_rows(conn))
+
+    def _table_rows(self, conn: Connection) -> int:
+        """Rows in the table (all namespaces share the b0 and b2 indexes), re-read every minute.
+
+        The id span is an index lookup at both ends on every dialect; it overcounts by the ids
+        purged in between, which only errs towards the pair plan on a table that was big.
+        """
+        if time.monotonic() - self._rows_read_at > ROWS_REFRESH_SECONDS:
+            span = prepared.id_span(conn.dialect).run(conn, {})[0]
+            self._rows = 0 if span[0] is None else int(span[1]) - int(span[0]) + 1
+            self._rows_read_at = time.monotonic()
+        return self._rows
 
     def confirm(
         self, item: Item, key: str, value: int, added_at: datetime, text: str | None
@@ -94,13 +119,43 @@ class Finder:
             return None
         return Match(key, value, distance, added_at, self.verification.measure, round(score, 6))
 
+    @staticmethod
+    def batch_neighbours(items: Sequence[Item]) -> list[list[int]]:
+        """For each item, the positions of the earlier items of the batch within its radius."""
+        if len(items) < 2:
+            return [[] for _ in items]
+        values = [item.fingerprint for item in items]
+        if all(item.radius <= EXACT_BAND_RADIUS for item in items):
+            found = near_pairs(values, [item.radius for item in items], values)
+            return [[j for j in near if j < i] for i, near in enumerate(found)]
+        index = BandIndex()
+        neighbours: list[list[int]] = []
+        for i, item in enumerate(items):
+            near = index.lookup(band_values(item.fingerprint, item.radius))
+            neighbours.append(
+                sorted(j for j in near if (values[j] ^ item.fingerprint).bit_count() <= item.radius)
+            )
+            index.add(i, item.fingerprint)
+        return neighbours
+
     def find(
         self, conn: Connection, items: Sequence[Item], moments: Sequence[datetime]
     ) -> list[list[Match]]:
         """For each item, the kept rows that match it, nearest first."""
         probes = [band_values(item.fingerprint, item.radius) for item in items]
-        wanted = {(b, v) for probe in probes for b, values in probe.items() for v in values}
+        plans = {radius: self.uses_pairs(conn, radius) for radius in {i.radius for i in items}}
+        by_pairs = [plans[item.radius] for item in items]
+        wanted = {
+            (b, v)
+            for probe, pairs in zip(probes, by_pairs, strict=True)
+            if not pairs
+            for b, values in probe.items()
+            for v in values
+        }
         stored = self._candidates(conn, sorted(wanted), min(moments))
+        for item, pairs in zip(items, by_pairs, strict=True):
+            if pairs:
+                stored.update(self._pair_candidates(conn, item, min(moments)))
         near_ids = self._near(items, probes, stored)
         details = self._row_details(conn, stored, set().union(*near_ids))
         found: list[list[Match]] = []
@@ -119,6 +174,22 @@ class Finder:
             found.append(sort_matches(matches))
         return found
 
+    def _window_params(self, now: datetime) -> dict[str, Any]:
+        """``ns`` and, when there is a retention window, the first partition inside it."""
+        params: dict[str, Any] = {"ns": self.ns_id}
+        start = window_start(now, self.keep)
+        if start is not None:
+            params["cutoff"] = partition_of(start, self.partition_seconds)
+        return params
+
+    def _pair_candidates(self, conn: Connection, item: Item, now: datetime) -> dict[int, int]:
+        """Rows (id -> unsigned fingerprint) found by the pair plan for one item."""
+        params = self._window_params(now)
+        shape = tuple(pair_plan(item.radius))
+        statement = prepared.pair_lookup(conn.dialect, shape, "cutoff" in params)
+        params.update(prepared.pair_params(shape, bands(item.fingerprint)))
+        return {int(row[0]): from_signed(int(row[1])) for row in statement.run(conn, params)}
+
     def _candidates(
         self, conn: Connection, wanted: Sequence[tuple[int, int]], now: datetime
     ) -> dict[int, int]:
@@ -126,10 +197,7 @@ class Finder:
         per_band: dict[int, set[int]] = {}
         for band, value in wanted:
             per_band.setdefault(band, set()).add(value)
-        start = window_start(now, self.keep)
-        params: dict[str, Any] = {"ns": self.ns_id}
-        if start is not None:
-            params["cutoff"] = partition_of(start, self.partition_seconds)
+        params = self._window_params(now)
         lists = [
             (band, chunk)
             for band, values in sorted(per_band.items())
@@ -145,7 +213,7 @@ class Finder:
             for i, (_band, chunk) in enumerate(group):
                 values.update(padded_params(f"v{i}_", chunk))
             shape = tuple((band, prepared.padded(len(chunk))) for band, chunk in group)
-            statement = prepared.candidate_lookup(conn.dialect, shape, start is not None)
+            statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
             for row in statement.run(conn, values):
                 found[int(row[0])] = from_signed(int(row[1]))
         return found
@@ -196,4 +264,6 @@ class Finder:
 
 def sort_matches(matches: list[Match]) -> list[Match]:
     """Nearest first, then oldest, then by key."""
+    if len(matches) < 2:
+        return matches
     return sorted(matches, key=lambda match: (match.distance, match.added_at, match.key))

@@ -17,6 +17,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
 
+from simstore.encoding import BAND_BITS
+from simstore.probes import PAIRS
 from simstore.schema import BAND_COLUMNS, decisions, fingerprints
 
 MAX_IN = 4096  # values per IN list (SQLite allows 32766 parameters, the servers 65535)
@@ -30,6 +32,7 @@ class Prepared:
         compiled = statement.compile(dialect=dialect)
         assert isinstance(compiled, SQLCompiler)  # noqa: S101 - DML and SELECT compile to SQL
         self.sql = str(compiled)
+        self.names = list(compiled.binds)  # bind parameter names, in the order they were declared
         self._order = list(compiled.positiontup or []) if dialect.positional else None
         # the conversions SQLAlchemy would apply (e.g. datetimes to SQLite's text format)
         self._convert = {
@@ -53,6 +56,32 @@ class Prepared:
     def run_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """executemany on the connection's DBAPI cursor."""
         self._on_cursor(conn, True, [self._bind(row) for row in rows])
+
+    def run_rows(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
+        """executemany of value tuples given in ``self.names`` order (no per-row dicts)."""
+        convert = [
+            (i, self._convert[name]) for i, name in enumerate(self.names) if name in self._convert
+        ]
+        if convert:
+            seen: dict[Any, Any] = {}  # a batch's rows mostly share one timestamp: convert it once
+            converted = []
+            for row in rows:
+                values = list(row)
+                for i, processor in convert:
+                    value = values[i]
+                    if (i, value) not in seen:
+                        seen[i, value] = processor(value)
+                    values[i] = seen[i, value]
+                converted.append(values)
+            rows = converted
+        if self._order is None:
+            params: Any = [dict(zip(self.names, row, strict=True)) for row in rows]
+        elif self._order == self.names:
+            params = rows
+        else:
+            where = [self.names.index(name) for name in self._order]
+            params = [tuple(row[i] for i in where) for row in rows]
+        self._on_cursor(conn, True, params)
 
     def _on_cursor(self, conn: Connection, many: bool, params: Any) -> list[Any]:
         # The DBAPI cursor directly: SQLAlchemy's result machinery costs more than a SQLite lookup.
@@ -116,6 +145,66 @@ def candidate_lookup(
         return selects[0] if len(selects) == 1 else sa.union_all(*selects)
 
     return _cached(("candidates", shape, windowed), dialect, build)
+
+
+def pair_lookup(
+    dialect: sa.Dialect, shape: tuple[tuple[int, int], ...], windowed: bool
+) -> Prepared:
+    """UNION ALL of 32-bit pair lookups: ``shape`` is (pair, pair radius 0 or 1) per half.
+
+    Parameters: ``ns``, ``cutoff`` (when windowed); per half i, ``h{i}``/``l{i}`` (its two band
+    values) and, at radius 1, ``hf{i}_{j}``/``lf{i}_{j}`` (the 16 one-bit flips of each).
+    Written as ``hi = ? AND lo IN (...)`` and ``hi IN (...) AND lo = ?``: SQLite turns a row-value
+    ``(hi, lo) IN (VALUES ...)`` into a full scan, but seeks each value of these forms.
+    """
+
+    def build() -> ClauseElement:
+        selects = []
+
+        def select(condition: Any) -> None:
+            query = sa.select(fingerprints.c.id, fingerprints.c.fp).where(
+                condition, fingerprints.c.ns_id == sa.bindparam("ns")
+            )
+            if windowed:
+                query = query.where(fingerprints.c.part >= sa.bindparam("cutoff"))
+            selects.append(query)
+
+        for i, (pair, radius) in enumerate(shape):
+            high, low = (fingerprints.c[BAND_COLUMNS[band]] for band in PAIRS[pair])
+            own_high: Any = sa.bindparam(f"h{i}")
+            own_low: Any = sa.bindparam(f"l{i}")
+            if radius == 0:
+                select(sa.and_(high == own_high, low == own_low))
+                continue
+            low_flips: list[Any] = [sa.bindparam(f"lf{i}_{j}") for j in range(BAND_BITS)]
+            high_flips: list[Any] = [sa.bindparam(f"hf{i}_{j}") for j in range(BAND_BITS)]
+            select(sa.and_(high == own_high, low.in_([own_low, *low_flips])))
+            select(sa.and_(high.in_(high_flips), low == own_low))
+        return selects[0] if len(selects) == 1 else sa.union_all(*selects)
+
+    return _cached(("pairs", shape, windowed), dialect, build)
+
+
+def pair_params(shape: tuple[tuple[int, int], ...], own: Sequence[int]) -> dict[str, int]:
+    """Bind values of ``pair_lookup(shape)`` for a fingerprint with band values ``own``."""
+    values: dict[str, int] = {}
+    for i, (pair, radius) in enumerate(shape):
+        high, low = (own[band] for band in PAIRS[pair])
+        values[f"h{i}"], values[f"l{i}"] = high, low
+        if radius:
+            for j in range(BAND_BITS):
+                values[f"hf{i}_{j}"] = high ^ (1 << j)
+                values[f"lf{i}_{j}"] = low ^ (1 << j)
+    return values
+
+
+def id_span(dialect: sa.Dialect) -> Prepared:
+    """Lowest and highest row id of the fingerprints table (both index lookups)."""
+
+    def build() -> ClauseElement:
+        return sa.select(sa.func.min(fingerprints.c.id), sa.func.max(fingerprints.c.id))
+
+    return _cached(("id_span",), dialect, build)
 
 
 def decisions_by_key(dialect: sa.Dialect, count: int) -> Prepared:

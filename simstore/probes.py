@@ -39,7 +39,62 @@ def flip_masks(radius: int) -> tuple[int, ...]:
 def band_values(fingerprint: int, radius: int) -> dict[int, set[int]]:
     """For each probed band, the set of band values whose rows are candidates."""
     own = bands(fingerprint)
+    if radius < BAND_COUNT:  # the pigeonhole case, the common one: equality on bands 0..r
+        return {band: {own[band]} for band in range(radius + 1)}
     wanted: dict[int, set[int]] = {}
     for band, band_radius in plan(radius):
         wanted[band] = {own[band] ^ mask for mask in flip_masks(band_radius)}
     return wanted
+
+
+# --- the pair plan: two 32-bit halves (b0, b1) and (b2, b3) --------------------------------------
+#
+# The same argument over two substrings: with r = 2p + q (q < 2), probe q + 1 halves at radius p and
+# the other 1 - q at radius p - 1. For r <= 3 no half is probed beyond radius 1, i.e. at most
+# 1 + 32 values per half, written as ``hi = ? AND lo IN (lo and its 16 one-bit flips)`` plus
+# ``hi IN (the 16 one-bit flips of hi) AND lo = ?``: every probe is an index seek on a 32-bit key.
+
+PAIRS = ((0, 1), (2, 3))
+PAIR_MAX_RADIUS = 3
+
+
+def pair_plan(radius: int) -> list[tuple[int, int]]:
+    """(pair index, pair radius) pairs to probe for a query of radius ``radius`` (<= 3)."""
+    if not 0 <= radius <= PAIR_MAX_RADIUS:
+        raise ValueError(f"the pair plan covers radii 0..{PAIR_MAX_RADIUS}")
+    p, q = divmod(radius, len(PAIRS))
+    probes = [(pair, p) for pair in range(q + 1)]
+    if p > 0:
+        probes += [(pair, p - 1) for pair in range(q + 1, len(PAIRS))]
+    return probes
+
+
+@cache
+def pair_seeks(radius: int) -> int:
+    """Index seeks of the pair plan: 1 per half at radius 0, 1 + 2 * 16 at radius 1."""
+    return sum(1 + 2 * BAND_BITS * pair_radius for _pair, pair_radius in pair_plan(radius))
+
+
+@cache
+def band_seeks(radius: int) -> int:
+    """Index seeks of the band plan."""
+    return sum(len(flip_masks(band_radius)) for _band, band_radius in plan(radius))
+
+
+# Relative costs of one index seek and one candidate row (fetched into Python and checked), as
+# measured with benchmarks/bench_planner.py on SQLite; PostgreSQL and MariaDB pay a round trip per
+# statement either way, which the ratio does not change much.
+SEEK_COST = 1.0
+CANDIDATE_COST = 0.25
+
+
+def prefers_pairs(radius: int, rows: int) -> bool:
+    """Whether the pair plan is expected to be cheaper than the band plan at ``rows`` rows.
+
+    Expected candidates: rows / 2**16 per band seek, rows / 2**32 per pair seek. Exact either way.
+    """
+    if radius > PAIR_MAX_RADIUS:
+        return False
+    bands_cost = band_seeks(radius) * (SEEK_COST + CANDIDATE_COST * rows / (1 << BAND_BITS))
+    pairs_cost = pair_seeks(radius) * (SEEK_COST + CANDIDATE_COST * rows / (1 << 2 * BAND_BITS))
+    return pairs_cost < bands_cost

@@ -66,16 +66,18 @@ fingerprints = sa.Table(
     sa.Column("text", LongText, nullable=True),
     sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
     *(
-        # covering: a band lookup, its window filter and the fingerprint come from the index alone
+        # covering: a band lookup, its window filter and the fingerprint come from the index alone.
+        # b0 and b2 lead the pairs (b0, b1) and (b2, b3): one index serves both a 16-bit band
+        # lookup and a 32-bit pair lookup (simstore.probes, the pair plan).
         sa.Index(
-            f"ix_simstore_fingerprints_{band}",
-            band,
+            f"ix_simstore_fingerprints_{'_'.join(columns)}",
+            *columns,
             "ns_id",
             "part",
             "fp",
             postgresql_include=["id"],
         )
-        for band in BAND_COLUMNS
+        for columns in (("b0", "b1"), ("b1",), ("b2", "b3"), ("b3",))
     ),
     sa.Index("ix_simstore_fingerprints_part", "part", "ns_id"),
     mysql_charset="utf8mb4",

@@ -26,7 +26,14 @@ from sqlalchemy.engine import URL, Connection, Engine
 from simstore import _prepared as prepared
 from simstore import migrate
 from simstore._algorithms import default_normalise
-from simstore._finder import BandIndex, Finder, Item, chunks, padded_params, sort_matches
+from simstore._finder import (
+    LOOKUPS,
+    Finder,
+    Item,
+    chunks,
+    padded_params,
+    sort_matches,
+)
 from simstore._version import __version__
 from simstore.db import redact, resolve_bind, translate_errors
 from simstore.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
@@ -45,7 +52,7 @@ from simstore.presets import Preset, get_preset
 from simstore.probes import MAX_RADIUS, band_values
 from simstore.results import Decision, Match, Stats
 from simstore.retention import parse_duration, partition_of, utc_naive, window_start
-from simstore.schema import BAND_COLUMNS, decisions, fingerprints, namespaces
+from simstore.schema import decisions, fingerprints, namespaces
 from simstore.verify import Verification
 
 log = logging.getLogger("simstore")
@@ -56,6 +63,7 @@ BAND_LAYOUT = "4x16"
 PURGE_BATCH_ROWS = 10_000
 ANALYZE_BATCH_ROWS = 1_000  # add_many batches at least this big may refresh PostgreSQL statistics
 DEFAULT_VERIFICATION = Verification()
+_NO_MATCH = (None, None, None, None)  # duplicate_of, distance, measure, score of a kept item
 # a simstore_decisions row as the driver returns it (columns in table order)
 _DecisionRow = namedtuple("_DecisionRow", [column.name for column in decisions.c])  # type: ignore[misc]
 __all__ = ["BatchFailed", "Decision", "Match", "SimStore", "Stats"]
@@ -116,6 +124,10 @@ class SimStore:
     None turns it off; then texts with fewer than ``min_features`` features match only at
     distance 0. An explicit ``max_distance`` on ``add``/``query`` means plain SimHash at that
     radius.
+    ``lookup`` picks how candidates are found for radii <= 3: ``"bands"`` (four 16-bit band
+    lookups), ``"pairs"`` (the two 32-bit halves probed at radius 1: more seeks, almost no false
+    candidates) or ``"auto"``, the cheaper of the two for the table's size (``simstore.probes``).
+    All three find exactly the same matches.
     """
 
     def __init__(
@@ -130,6 +142,7 @@ class SimStore:
         partition: str | timedelta | float = "1h",
         min_features: int = 3,
         verification: Verification | None = DEFAULT_VERIFICATION,
+        lookup: str = "auto",
     ) -> None:
         self._engine, self._connection = resolve_bind(bind)
         self._owns_engine = isinstance(bind, (str, URL))
@@ -153,10 +166,12 @@ class SimStore:
         if verification is not None and not isinstance(verification, Verification):
             raise InvalidType("verification must be a simstore.verify.Verification or None")
         self.verification = verification
+        if lookup not in LOOKUPS:
+            raise InvalidInput(f"lookup must be one of {', '.join(LOOKUPS)}, got {lookup!r}")
         self._prepare_schema(auto_upgrade)
         self.preset, self._ns_id = self._open_namespace(preset)
         self._finder = Finder(
-            self._ns_id, self.keep, self._partition_seconds, self.max_distance, verification
+            self._ns_id, self.keep, self._partition_seconds, self.max_distance, verification, lookup
         )
 
     # --- connection plumbing ----------------------------------------------------------------
@@ -406,13 +421,13 @@ class SimStore:
         """
         earlier = self._decisions_of(conn, [item.key for item in items])
         found = self._finder.find(conn, items, moments)
-        kept_index = BandIndex()
-        kept: list[tuple[Match, str | None]] = []
+        neighbours = self._finder.batch_neighbours(items)
+        kept_at: dict[int, datetime] = {}  # batch position -> time, of the items kept so far
         decided: dict[str, Decision] = {}
-        new_rows: list[dict[str, Any]] = []
-        log_rows: list[dict[str, Any]] = []
+        new_rows: list[tuple[Any, ...]] = []
+        log_rows: list[tuple[Any, ...]] = []
         out: list[Decision] = []
-        for item, moment, matches in zip(items, moments, found, strict=True):
+        for position, (item, moment, matches) in enumerate(zip(items, moments, found, strict=True)):
             if item.key in decided or item.key in earlier:
                 prior = decided.get(item.key) or self._replay(conn, earlier[item.key], item)
                 if prior.fingerprint != item.fingerprint:
@@ -423,52 +438,47 @@ class SimStore:
                 out.append(prior)
                 continue
             start = window_start(moment, self.keep)
-            for index in kept_index.lookup(band_values(item.fingerprint, item.radius)):
-                other, other_text = kept[index]
-                if start is None or other.added_at >= start:
+            for other in neighbours[position]:
+                other_at = kept_at.get(other)
+                if other_at is not None and (start is None or other_at >= start):
+                    earlier_item = items[other]
                     match = self._finder.confirm(
-                        item, other.key, other.fingerprint, other.added_at, other_text
+                        item,
+                        earlier_item.key,
+                        earlier_item.fingerprint,
+                        other_at,
+                        earlier_item.text,
                     )
                     if match is not None:
                         matches.append(match)
             matches = sort_matches(matches)
             part = partition_of(moment, self._partition_seconds)
+            signed = to_signed(item.fingerprint)
             best = matches[0] if matches else None
             if best is None:
-                kept_index.add(len(kept), item.fingerprint)
-                kept.append((Match(item.key, item.fingerprint, 0, moment), item.text))
+                kept_at[position] = moment
                 new_rows.append(
-                    {
-                        "ns_id": self._ns_id,
-                        "key": item.key,
-                        "fp": to_signed(item.fingerprint),
-                        **dict(zip(BAND_COLUMNS, bands(item.fingerprint), strict=True)),
-                        "added_at": moment,
-                        "part": part,
-                        "text": item.text,
-                    }
+                    (
+                        self._ns_id,
+                        item.key,
+                        signed,
+                        *bands(item.fingerprint),
+                        moment,
+                        part,
+                        item.text,
+                    )
                 )
-            log_rows.append(
-                {
-                    "ns_id": self._ns_id,
-                    "key": item.key,
-                    "fp": to_signed(item.fingerprint),
-                    "decided_at": moment,
-                    "part": part,
-                    "inserted": best is None,
-                    "duplicate_of": None if best is None else best.key,
-                    "distance": None if best is None else best.distance,
-                    "measure": None if best is None else best.measure,
-                    "score": None if best is None else best.score,
-                }
+            outcome = (
+                _NO_MATCH if best is None else (best.key, best.distance, best.measure, best.score)
             )
+            log_rows.append((self._ns_id, item.key, signed, moment, part, best is None, *outcome))
             decision = Decision(item.key, item.fingerprint, best is None, best, tuple(matches))
             decided[item.key] = decision
             out.append(decision)
         if new_rows:
-            prepared.insert_into(conn.dialect, fingerprints).run_many(conn, new_rows)
+            prepared.insert_into(conn.dialect, fingerprints).run_rows(conn, new_rows)
         if log_rows:
-            prepared.insert_into(conn.dialect, decisions).run_many(conn, log_rows)
+            prepared.insert_into(conn.dialect, decisions).run_rows(conn, log_rows)
         return out
 
     def _decisions_of(self, conn: Connection, keys: Sequence[str]) -> dict[str, Any]:
@@ -542,7 +552,8 @@ class SimStore:
             items = self._items(
                 [(key, text, value) for key, text, value, _when in raw], max_distance
             )
-            moments = [self._now(when or at) for _key, _text, _value, when in raw]
+            batch_moment = self._now(at)  # one transaction, one moment, unless an item says
+            moments = [batch_moment if when is None else self._now(when) for *_item, when in raw]
             with self._transaction() as conn:
                 lock_for_write(conn, self._ns_id, None)
                 # each kept row is visible to the next item's search: in-batch order is input order
