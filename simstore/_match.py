@@ -13,6 +13,7 @@ import numpy as np
 from simstore.encoding import BAND_COUNT
 
 EXACT_BAND_RADIUS = BAND_COUNT - 1
+SMALL_JOIN = 4096  # query x candidate pairs below which comparing all pairs is cheaper
 
 
 def near_pairs(
@@ -22,6 +23,11 @@ def near_pairs(
     result: list[list[int]] = [[] for _ in queries]
     if not len(queries) or not len(candidates):
         return result
+    if len(queries) * len(candidates) <= SMALL_JOIN:  # numpy's set-up costs more than the loop
+        return [
+            [j for j, value in enumerate(candidates) if (value ^ query).bit_count() <= radius]
+            for query, radius in zip(queries, radii, strict=True)
+        ]
     query_fps = np.fromiter(queries, dtype=np.uint64, count=len(queries))
     limits = np.fromiter(radii, dtype=np.int64, count=len(radii))
     if int(limits.max()) > EXACT_BAND_RADIUS:

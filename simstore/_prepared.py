@@ -19,7 +19,7 @@ from sqlalchemy.sql.expression import ClauseElement
 
 from simstore.encoding import BAND_BITS
 from simstore.probes import PAIRS
-from simstore.schema import BAND_COLUMNS, decisions, fingerprints
+from simstore.schema import BAND_COLUMNS, decisions, fingerprints, namespaces
 
 MAX_IN = 4096  # values per IN list (SQLite allows 32766 parameters, the servers 65535)
 _CACHE_LIMIT = 512
@@ -91,7 +91,7 @@ class Prepared:
                 cursor.executemany(self.sql, params)
                 return []
             cursor.execute(self.sql, params)
-            return list(cursor.fetchall())
+            return [] if cursor.description is None else list(cursor.fetchall())
         except conn.dialect.loaded_dbapi.Error as error:
             # wrapped as SQLAlchemy would (IntegrityError, OperationalError, ...)
             raise sa.exc.DBAPIError.instance(
@@ -196,6 +196,32 @@ def pair_params(shape: tuple[tuple[int, int], ...], own: Sequence[int]) -> dict[
                 values[f"hf{i}_{j}"] = high ^ (1 << j)
                 values[f"lf{i}_{j}"] = low ^ (1 << j)
     return values
+
+
+def claim_namespace(dialect: sa.Dialect) -> Prepared:
+    """Bump the namespace's write counter (parameter ``ns``): on SQLite, the write lock."""
+
+    def build() -> ClauseElement:
+        return (
+            sa.update(namespaces)
+            .where(namespaces.c.id == sa.bindparam("ns"))
+            .values(write_count=namespaces.c.write_count + sa.literal_column("1"))
+        )
+
+    return _cached(("claim",), dialect, build)
+
+
+def namespace_for_update(dialect: sa.Dialect) -> Prepared:
+    """Lock the namespace row until the transaction ends (parameter ``ns``)."""
+
+    def build() -> ClauseElement:
+        return (
+            sa.select(namespaces.c.write_count)
+            .where(namespaces.c.id == sa.bindparam("ns"))
+            .with_for_update()
+        )
+
+    return _cached(("for_update",), dialect, build)
 
 
 def id_span(dialect: sa.Dialect) -> Prepared:

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from simstore.schema import namespaces
+from simstore import _prepared as prepared
 
 BAND_LOCK_MAX_RADIUS = 7  # at most 4 x 17 = 68 advisory keys per add
 _PG_NAMESPACE_CLASS = 0x53494D53  # "SIMS": the (int, int) advisory key space for namespaces
@@ -64,13 +64,7 @@ def lock_for_write(
         )
         return
     if dialect in ("mysql", "mariadb"):
-        connection.execute(
-            sa.select(namespaces.c.write_count).where(namespaces.c.id == ns_id).with_for_update()
-        )
+        prepared.namespace_for_update(connection.dialect).run(connection, {"ns": ns_id})
         return
     # SQLite (and anything else): a write first, so the database write lock is held from here on
-    connection.execute(
-        sa.update(namespaces)
-        .where(namespaces.c.id == ns_id)
-        .values(write_count=namespaces.c.write_count + 1)
-    )
+    prepared.claim_namespace(connection.dialect).run(connection, {"ns": ns_id})

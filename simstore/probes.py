@@ -85,7 +85,7 @@ def band_seeks(radius: int) -> int:
 # measured with benchmarks/bench_planner.py on SQLite; PostgreSQL and MariaDB pay a round trip per
 # statement either way, which the ratio does not change much.
 SEEK_COST = 1.0
-CANDIDATE_COST = 0.25
+CANDIDATE_COST = 4.0
 
 
 def prefers_pairs(radius: int, rows: int) -> bool:
