@@ -866,5 +866,45 @@ def check(settings: Settings) -> None:
     _emit(settings, data, _revision_text(data))
 
 
+@db.command()
+@click.option("--interval", default="1d", show_default=True, help="Time span of one partition.")
+@click.option(
+    "--keep",
+    default="2d",
+    show_default=True,
+    help="The database's retention: purge drops partitions that end before now - keep.",
+)
+@click.pass_obj
+def partition(settings: Settings, interval: str, keep: str) -> None:
+    """Partition the tables by time (PostgreSQL), or make the partitions ahead.
+
+    The first run turns the tables into range-partitioned ones (the existing rows become the
+    first partition, without a copy); later runs with the same interval update --keep and make
+    the partitions of the next intervals (a cron job may run it daily). 'simstore purge' then
+    drops whole partitions instead of deleting rows.
+    """
+    from simstore import migrate, partitions
+    from simstore.db import create_engine_for, translate_errors
+
+    migrate.check(settings.url)
+    engine = create_engine_for(settings.url)
+    try:
+        with translate_errors(engine.url), engine.begin() as conn:
+            layout = partitions.enable(conn, interval=interval, keep=keep)
+            made = partitions.partition_names(conn, "simstore_fingerprints")
+    finally:
+        engine.dispose()
+    data = {
+        "db": redact(settings.url),
+        "interval_seconds": int(layout.interval.total_seconds()),
+        "keep_seconds": int(layout.keep.total_seconds()),
+        "first_boundary": layout.first_boundary.isoformat(),
+        "partitions": made,
+    }
+    lines = [f"{data['db']}: partitioned by {layout.interval}, keep {layout.keep}"]
+    lines += [f"  {name}" for name in made]
+    _emit(settings, data, "\n".join(lines))
+
+
 if __name__ == "__main__":
     main(prog_name="simstore")

@@ -12,7 +12,9 @@ Why the check-then-insert of ``SimStore.add`` cannot keep two near-duplicates:
   lock that key and one waits for the other to commit; the waiter's check runs after the lock, at
   READ COMMITTED, and therefore sees the other's row. Radii above ``BAND_LOCK_MAX_RADIUS`` (and
   batches) would need too many keys, so they take the namespace lock exclusively, which excludes
-  every other add of the namespace.
+  every other add of the namespace. Each add also locks a hash of its own key: two adds of one
+  key serialise, so the second finds the first's decision even when the unique constraint cannot
+  see across time partitions (``simstore.partitions``).
 * MySQL/MariaDB: every add locks the namespace row ``FOR UPDATE``, serialising the namespace's adds
   (a lock table in the sense of the design); the check runs at READ COMMITTED after the lock.
 
@@ -21,6 +23,7 @@ Queries take no locks.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 
 import sqlalchemy as sa
@@ -37,10 +40,17 @@ def _band_key(ns_id: int, band: int, value: int) -> int:
     return _PG_TAG | (ns_id << 18) | (band << 16) | value
 
 
+def _key_lock(ns_id: int, key: str) -> int:
+    """A signed 64-bit advisory key for (namespace, key); a collision only serialises two adds."""
+    digest = hashlib.blake2b(f"{ns_id}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 def lock_for_write(
     connection: Connection,
     ns_id: int,
     probe_keys: Iterable[tuple[int, int]] | None,
+    key: str | None = None,
 ) -> None:
     """Take the locks an add needs before it checks; ``probe_keys`` None means exclusive."""
     dialect = connection.dialect.name
@@ -55,7 +65,10 @@ def lock_for_write(
             sa.text("SELECT pg_advisory_xact_lock_shared(:cls, :ns)"),
             {"cls": _PG_NAMESPACE_CLASS, "ns": ns_id},
         )
-        keys = sorted({_band_key(ns_id, band, value) for band, value in probe_keys})
+        wanted = {_band_key(ns_id, band, value) for band, value in probe_keys}
+        if key is not None:
+            wanted.add(_key_lock(ns_id, key))
+        keys = sorted(wanted)
         connection.execute(
             sa.text(
                 "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(CAST(:keys AS bigint[])) AS k"

@@ -105,3 +105,13 @@ decisions = sa.Table(
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",
 )
+
+# database-wide settings (name -> text value), e.g. PostgreSQL partitioning (simstore.partitions)
+settings = sa.Table(
+    "simstore_settings",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    mysql_charset="utf8mb4",
+    mysql_collate="utf8mb4_bin",
+)

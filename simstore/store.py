@@ -24,7 +24,7 @@ from sqlalchemy import exc
 from sqlalchemy.engine import URL, Connection, Engine
 
 from simstore import _prepared as prepared
-from simstore import migrate
+from simstore import migrate, partitions
 from simstore._algorithms import default_normalise
 from simstore._finder import (
     LOOKUPS,
@@ -170,6 +170,7 @@ class SimStore:
             raise InvalidInput(f"lookup must be one of {', '.join(LOOKUPS)}, got {lookup!r}")
         self._prepare_schema(auto_upgrade)
         self.preset, self._ns_id = self._open_namespace(preset)
+        self._warn_about_partitions()
         self._finder = Finder(
             self._ns_id, self.keep, self._partition_seconds, self.max_distance, verification, lookup
         )
@@ -259,6 +260,19 @@ class SimStore:
             except exc.IntegrityError:
                 continue  # another process created it first: read theirs
         raise SimstoreError(f"could not open namespace {self.namespace!r}")  # pragma: no cover
+
+    def _warn_about_partitions(self) -> None:
+        if self._dialect != "postgresql":
+            return
+        with self._transaction() as conn:
+            layout = partitions.read(conn)
+        if layout is not None and (self.keep is None or self.keep > layout.keep):
+            log.warning(
+                "namespace %r keeps %s, but the database's partitions are dropped after %s",
+                self.namespace,
+                self.keep or "everything",
+                layout.keep,
+            )
 
     def _adopt(self, row: Any, requested: Preset | None) -> Preset:
         recorded = f"{row.preset_name}@{row.preset_version} {row.preset_params}"
@@ -373,7 +387,7 @@ class SimStore:
                             for band, values in band_values(item.fingerprint, item.radius).items()
                             for value in values
                         ]
-                    lock_for_write(conn, self._ns_id, probe)
+                    lock_for_write(conn, self._ns_id, probe, item.key)
                     return self._decide(conn, [item], [moment])[0]
             except exc.IntegrityError:
                 # the same key raced in from elsewhere: the retry finds its decision
@@ -580,9 +594,10 @@ class SimStore:
             return
         assert self._engine is not None  # noqa: S101
         with translate_errors(self._engine.url), self._engine.connect() as conn:
+            # the tables, or their partitions when they are partitioned (simstore.partitions)
             stale = conn.exec_driver_sql(
-                "SELECT relname FROM pg_stat_user_tables WHERE relname IN "
-                "('simstore_fingerprints', 'simstore_decisions') "
+                "SELECT relname FROM pg_stat_user_tables "
+                "WHERE relname ~ '^simstore_(fingerprints|decisions)(_p[a-z0-9]+)?$' "
                 "AND n_mod_since_analyze > 0.2 * GREATEST(n_live_tup, 10000)"
             ).scalars()
             tables = sorted(str(name) for name in stale)
@@ -638,6 +653,12 @@ class SimStore:
         assert start is not None  # noqa: S101
         cutoff = partition_of(start, self._partition_seconds)
         total = 0
+        if self._dialect == "postgresql":
+            with self._transaction() as conn:
+                layout = partitions.read(conn)
+                if layout is not None:  # whole partitions past the database's window go first
+                    total += partitions.drop_expired(conn, layout, self._now(now))
+                    partitions.make_ahead(conn, layout, self._now(now))
         for table in (fingerprints, decisions):
             while True:
                 with self._transaction() as conn:

@@ -1,0 +1,160 @@
+"""PostgreSQL native partitioning by time: conversion in place, purge by DROP, keys stay unique."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import random
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from simstore import migrate, partitions
+from simstore.db import create_engine_for
+from simstore.errors import InvalidInput, KeyConflict
+from simstore.store import SimStore
+
+from .conftest import new_server_database
+from .test_cli import Cli
+
+DAY0 = datetime(2026, 3, 1, 10, 0, 0)
+
+
+def _partitioned_url() -> str:
+    url = new_server_database("postgresql")
+    migrate.upgrade(url)
+    return url
+
+
+def _names(url: str, table: str = "simstore_fingerprints") -> list[str]:
+    engine = create_engine_for(url)
+    try:
+        with engine.connect() as conn:
+            return partitions.partition_names(conn, table)
+    finally:
+        engine.dispose()
+
+
+def _enable(url: str, now: datetime, interval: str = "1d", keep: str = "2d") -> None:
+    engine = create_engine_for(url)
+    try:
+        with engine.begin() as conn:
+            partitions.enable(conn, interval=interval, keep=keep, now=now)
+    finally:
+        engine.dispose()
+
+
+def test_rows_before_and_after_conversion_match_and_purge_drops_partitions() -> None:
+    url = _partitioned_url()
+    rng = random.Random(1)
+    before = {f"old{i}": rng.getrandbits(64) for i in range(50)}
+    with SimStore(url, keep="2d", verification=None) as store:
+        for key, value in before.items():
+            store.add(fingerprint=value, key=key, at=DAY0)
+    _enable(url, now=DAY0 + timedelta(hours=1))
+    names = _names(url)
+    assert "simstore_fingerprints_p_legacy" in names and "simstore_fingerprints_p_default" in names
+    # day 0 stays in the legacy partition (the old table); days 1..3 are made ahead
+    assert len([n for n in names if n[-1].isdigit()]) == 3
+
+    after = {f"new{i}": rng.getrandbits(64) for i in range(50)}
+    with SimStore(url, keep="2d", verification=None) as store:
+        for key, value in after.items():
+            assert store.add(fingerprint=value, key=key, at=DAY0 + timedelta(days=1)).inserted
+        # rows on both sides of the conversion are found, by a near value, from either side
+        for key, value in {**before, **after}.items():
+            found = store.query(fingerprint=value ^ 0b101, now=DAY0 + timedelta(days=1))
+            assert [m.key for m in found] == [key]
+            assert store.add(fingerprint=value ^ 1, key=f"dup-{key}", at=DAY0 + timedelta(days=1))
+        assert store.stats().kept == 100
+        # now - keep = March 2, 02:00: the legacy partition (up to March 2, 00:00) goes whole,
+        # the rows of March 2, 10:00 stay
+        purged = store.purge(now=datetime(2026, 3, 4, 2, 0))
+        assert purged >= 100  # 50 kept rows and their 50 decisions, at least
+        assert "simstore_fingerprints_p_legacy" not in _names(url)
+        assert store.get("old0") is None and store.get("new0") is not None
+        # the id sequence outlived the dropped partition that used to own it
+        assert store.add(fingerprint=rng.getrandbits(64), key="later", at=DAY0 + timedelta(days=3))
+
+
+def test_a_key_stays_unique_across_partitions() -> None:
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    with SimStore(url, keep="2d", verification=None) as store:
+        value = random.Random(2).getrandbits(64)
+        store.add(fingerprint=value, key="k", at=DAY0)
+        # the same key a day later lands in another partition: still the first decision
+        again = store.add(fingerprint=value, key="k", at=DAY0 + timedelta(days=1))
+        assert again.inserted and store.stats().decisions == 1
+        with pytest.raises(KeyConflict):
+            store.add(fingerprint=value ^ (1 << 40), key="k", at=DAY0 + timedelta(days=1))
+
+
+def _add_same_key(url: str, value: int, at: datetime, barrier: object) -> None:
+    with SimStore(url, keep="2d", verification=None) as store:
+        barrier.wait()  # type: ignore[attr-defined]
+        with contextlib.suppress(KeyConflict):  # the loser of the race, told so
+            store.add(fingerprint=value, key="raced", at=at)
+
+
+def test_racing_adds_of_one_key_into_two_partitions_keep_one_row() -> None:
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    context = multiprocessing.get_context("spawn")
+    for attempt in range(3):
+        barrier = context.Barrier(2)
+        workers = [
+            context.Process(
+                target=_add_same_key,
+                args=(url, value, DAY0 + timedelta(days=day), barrier),
+            )
+            # far apart in every band: no band lock in common, only the key lock serialises them
+            for day, value in ((0, 0x1111_2222_3333_4444 + attempt), (1, 0x9999_AAAA_BBBB_CCCC))
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        engine = create_engine_for(url)
+        with engine.connect() as conn:
+            count = conn.execute(
+                sa.text("SELECT count(*) FROM simstore_decisions WHERE key = 'raced'")
+            ).scalar_one()
+            conn.execute(sa.text("DELETE FROM simstore_decisions WHERE key = 'raced'"))
+            conn.execute(sa.text("DELETE FROM simstore_fingerprints WHERE key = 'raced'"))
+            conn.commit()
+        engine.dispose()
+        assert count == 1, attempt
+
+
+def test_interval_cannot_change_and_keep_can() -> None:
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    with pytest.raises(InvalidInput, match="interval cannot change"):
+        _enable(url, now=DAY0, interval="12h")
+    _enable(url, now=DAY0 + timedelta(days=5), keep="7d")
+    engine = create_engine_for(url)
+    with engine.connect() as conn:
+        layout = partitions.read(conn)
+    engine.dispose()
+    assert layout is not None and layout.keep == timedelta(days=7)
+    # the partitions up to 3 days ahead of day 5 were made by the second run
+    day8 = int((datetime(2026, 3, 9) - datetime(1970, 1, 1)).total_seconds())
+    assert f"simstore_fingerprints_p{day8}" in _names(url)
+
+
+def test_cli_partitions_postgresql_and_refuses_other_databases(tmp_path: Path) -> None:
+    url = _partitioned_url()
+    cli = Cli(tmp_path, url)
+    done = cli("--json", "db", "partition")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["interval_seconds"] == 86400 and report["keep_seconds"] == 172800
+    assert "simstore_fingerprints_p_legacy" in report["partitions"]
+    sqlite_url = f"sqlite:///{tmp_path}/x.db"
+    SimStore(sqlite_url).close()
+    refused = cli("db", "partition", db=sqlite_url)
+    assert refused.returncode == 4 and "PostgreSQL" in refused.stderr  # 4: invalid input
