@@ -16,42 +16,25 @@ from __future__ import annotations
 
 import argparse
 import random
-import sqlite3
 import statistics
 import time
 from pathlib import Path
 
-from bench_store import near, percentile
+from bench_store import near, percentile, write_rows
 
-from simstore.encoding import bands, to_signed
+from simstore.encoding import bands
 from simstore.probes import prefers_pairs
 from simstore.store import SimStore
 
 DATA = Path(__file__).resolve().parent / "data" / "planner"
 LOOKUPS = ("bands", "pairs", "auto")
-WRITE_CHUNK = 200_000
 
 
 def grow(path: Path, ns_id: int, start: int, stop: int, seed: int) -> list[int]:
-    """Write rows start..stop-1 (fingerprints from a per-row seeded stream) and return them."""
+    """Write rows start..stop-1 (fingerprints from a per-step seeded stream) and return them."""
     rng = random.Random(f"{seed}-{start}-{stop}")
     values = [rng.getrandbits(64) for _ in range(stop - start)]
-    connection = sqlite3.connect(path, isolation_level=None)
-    connection.execute("PRAGMA cache_size=-262144")
-    for first in range(0, len(values), WRITE_CHUNK):
-        chunk = values[first : first + WRITE_CHUNK]
-        connection.execute("BEGIN")
-        connection.executemany(
-            "INSERT INTO simstore_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, part) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, '2026-11-29 00:00:00.000000', 493104)",
-            [
-                (ns_id, f"k{start + first + i}", to_signed(value), *bands(value))
-                for i, value in enumerate(chunk)
-            ],
-        )
-        connection.execute("COMMIT")
-    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    connection.close()
+    write_rows(path, ns_id, start, values)
     return values
 
 

@@ -1,12 +1,19 @@
-"""Add and query latency of SimStore at N kept fingerprints, on any database URL.
+"""Add and query latency of SimStore at N kept fingerprints, on any database URL, against floors.
 
     python benchmarks/bench_store.py                                  # SQLite temp file, 1M rows
+    python benchmarks/bench_store.py --rows 10000000 --fill direct    # 10M rows in minutes
     python benchmarks/bench_store.py --url postgresql+psycopg://root@127.0.0.1/bench --rows 1000000
 
-Loads N random 64-bit fingerprints through ``add_many`` (fingerprints given, so only the store is
-measured), then times single ``query`` calls at k=3 (random and planted near-duplicate queries) and
-single ``add`` calls, and prints one table with p50/p99. On SQLite it also times the same 4-band
-UNION ALL through the raw ``sqlite3`` module on the same file: the floor simstore is compared with.
+First, bulk speed: ``add_many`` of ``--bulk-rows`` fingerprints into an empty store, against the
+floor of writing the same rows (kept row + decision row each) with ``executemany`` through the raw
+``sqlite3`` module into an identical empty schema (SQLite only).
+Then loads N random 64-bit fingerprints (``--fill add_many``, the default, or ``--fill direct``:
+rows written straight into the table, SQLite only; random fingerprints have no near-duplicates at
+k = 3, so add_many would keep every one of them too) and times single ``query`` calls at k = 3
+(random and planted near-duplicate queries), single ``add`` calls, and ``add_many`` in batches of
+100 (sustained insert-if-new). On SQLite the floors are the same statements through the raw
+``sqlite3`` module on the same file: the 4-band UNION ALL for a query, and for an add one
+transaction of key check, band lookup and the two inserts.
 """
 
 from __future__ import annotations
@@ -77,30 +84,145 @@ class RawSqlite:
         ]
 
 
+SQLITE_TIME = "2026-11-29 00:00:00.000000"
+WRITE_CHUNK = 200_000
+
+
+def write_rows(path: Path, ns_id: int, start: int, values: list[int]) -> None:
+    """Write kept rows k{start}.. straight into simstore_fingerprints (no dedup, no decisions)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA cache_size=-262144")
+    for first in range(0, len(values), WRITE_CHUNK):
+        chunk = values[first : first + WRITE_CHUNK]
+        connection.execute("BEGIN")
+        connection.executemany(
+            "INSERT INTO simstore_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, part) "
+            f"VALUES (?, ?, ?, ?, ?, ?, ?, '{SQLITE_TIME}', 493104)",
+            [
+                (ns_id, f"k{start + first + i}", to_signed(value), *bands(value))
+                for i, value in enumerate(chunk)
+            ],
+        )
+        connection.execute("COMMIT")
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+
+
+def _raw_connection(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None)
+    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "cache_size=-65536"):
+        connection.execute(f"PRAGMA {pragma}")
+    return connection
+
+
+def _raw_rows(ns_id: int, key: str, value: int) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    signed = to_signed(value)
+    kept = (ns_id, key, signed, *bands(value), SQLITE_TIME, 493104)
+    return kept, (ns_id, key, signed, SQLITE_TIME, 493104)
+
+
+INSERT_KEPT = (
+    "INSERT INTO simstore_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, part) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_DECISION = (
+    "INSERT INTO simstore_decisions (ns_id, key, fp, decided_at, part, inserted) "
+    "VALUES (?, ?, ?, ?, ?, 1)"
+)
+
+
+def bulk_rates(values: list[int], batch: int) -> tuple[float, float]:
+    """Rows/s of add_many into an empty store, and of the raw executemany floor (SQLite)."""
+    folder = Path(tempfile.mkdtemp(prefix="simstore-bulk-"))
+    rates = []
+    for name in ("simstore", "raw"):
+        path = folder / f"{name}.db"
+        with SimStore(f"sqlite:///{path}", namespace="bulk", verification=None) as store:
+            items = [{"key": f"k{i}", "fingerprint": v} for i, v in enumerate(values)]
+            start = time.perf_counter()
+            if name == "simstore":
+                for _decision in store.add_many(items, batch_size=batch):
+                    pass
+            else:
+                connection = _raw_connection(path)
+                for first in range(0, len(values), batch):
+                    rows = [
+                        _raw_rows(store._ns_id, f"k{i}", values[i])
+                        for i in range(first, min(first + batch, len(values)))
+                    ]
+                    connection.execute("BEGIN IMMEDIATE")
+                    connection.executemany(INSERT_KEPT, [kept for kept, _ in rows])
+                    connection.executemany(INSERT_DECISION, [logged for _, logged in rows])
+                    connection.execute("COMMIT")
+                connection.close()
+            rates.append(len(values) / (time.perf_counter() - start))
+    return rates[0], rates[1]
+
+
+class RawAdd:
+    """The floor of one add on SQLite: key check, 4-band lookup and two inserts, one transaction."""
+
+    def __init__(self, path: Path, ns_id: int) -> None:
+        self.connection = _raw_connection(path)
+        self.ns_id = ns_id
+        self.lookup = " UNION ALL ".join(
+            f"SELECT id, fp FROM simstore_fingerprints WHERE ns_id = ? AND b{b} = ?"
+            for b in range(4)
+        )
+
+    def add(self, key: str, value: int) -> None:
+        params: list[int] = []
+        for band in bands(value):
+            params += [self.ns_id, band]
+        kept, logged = _raw_rows(self.ns_id, key, value)
+        execute = self.connection.execute
+        execute("BEGIN IMMEDIATE")
+        execute("SELECT * FROM simstore_decisions WHERE ns_id = ? AND key = ?", (self.ns_id, key))
+        execute(self.lookup, params).fetchall()
+        execute(INSERT_KEPT, kept)
+        execute(INSERT_DECISION, logged)
+        execute("COMMIT")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--url", help="database URL (default: a new SQLite file in a temp folder)")
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--fill", choices=("add_many", "direct"), default="add_many")
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--adds", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--bulk-rows", type=int, default=100_000)
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="simstore-bench-"))
     url = args.url or f"sqlite:///{folder / 'bench.db'}"
+    sqlite = url.startswith("sqlite")
     rng = random.Random(20261129)
+    if sqlite and args.bulk_rows:
+        values = [rng.getrandbits(64) for _ in range(args.bulk_rows)]
+        mine, floor_rate = bulk_rates(values, args.batch)
+        print(
+            f"bulk add_many into an empty store, {args.bulk_rows:,} rows: {mine:,.0f} rows/s; "
+            f"raw executemany floor {floor_rate:,.0f} rows/s ({mine / floor_rate:.2f}x)"
+        )
     namespace = f"bench-{uuid.uuid4().hex[:8]}"
-    store = SimStore(url, namespace=namespace, auto_upgrade=True)
+    store = SimStore(url, namespace=namespace, auto_upgrade=True, verification=None)
     stored = [rng.getrandbits(64) for _ in range(args.rows)]
 
     start = time.perf_counter()
-    for _decision in store.add_many(
-        ({"key": f"k{i}", "fingerprint": value} for i, value in enumerate(stored)),
-        batch_size=args.batch,
-    ):
-        pass
+    if args.fill == "direct":
+        if not sqlite:
+            raise SystemExit("--fill direct writes SQLite files only")
+        write_rows(Path(url.removeprefix("sqlite:///")), store._ns_id, 0, stored)
+    else:
+        for _decision in store.add_many(
+            ({"key": f"k{i}", "fingerprint": value} for i, value in enumerate(stored)),
+            batch_size=args.batch,
+        ):
+            pass
     load_seconds = time.perf_counter() - start
 
     engine = sa.create_engine(url)
@@ -115,7 +237,7 @@ def main() -> None:
 
     random_queries = [rng.getrandbits(64) for _ in range(args.queries)]
     planted = [near(rng.choice(stored), rng, rng.randrange(0, 4)) for _ in range(args.queries)]
-    raw_floor = RawSqlite(url, namespace) if url.startswith("sqlite") else None
+    raw_floor = RawSqlite(url, namespace) if sqlite else None
     rows: list[tuple[str, list[float], str]] = []
     for _round in range(2):  # the first round warms caches; report the second
         rows = [
@@ -134,7 +256,7 @@ def main() -> None:
             raw_floor.candidates.clear()
             samples = timed([partial(raw_floor.query, q) for q in random_queries])
             note = f"{statistics.mean(raw_floor.candidates):.0f} candidates"
-            rows.append(("raw sqlite3 4-band UNION ALL (floor)", samples, note))
+            rows.append(("raw sqlite3 query, 4-band UNION ALL", samples, note))
     found = sum(bool(store.query(fingerprint=q)) for q in planted)
     new_values = [rng.getrandbits(64) for _ in range(args.adds)]
     dup_values = [near(rng.choice(stored), rng, 2) for _ in range(args.adds)]
@@ -144,17 +266,30 @@ def main() -> None:
     ):
         adds = [partial(store.add, key=f"{prefix}{i}", fingerprint=v) for i, v in enumerate(values)]
         rows.append((f"add (insert-if-new), {label}", timed(adds), ""))
+    if sqlite:
+        raw_add = RawAdd(Path(url.removeprefix("sqlite:///")), store._ns_id)
+        calls = [partial(raw_add.add, f"raw{i}", rng.getrandbits(64)) for i in range(args.adds)]
+        rows.append(("raw sqlite3 add, same statements", timed(calls), ""))
+    batched = [{"key": f"b{i}", "fingerprint": rng.getrandbits(64)} for i in range(10 * args.adds)]
+    start = time.perf_counter()
+    for _decision in store.add_many(batched, batch_size=100):
+        pass
+    batched_rate = len(batched) / (time.perf_counter() - start)
 
     dialect = url.split(":", 1)[0]
     print(
         f"simstore store benchmark: {dialect}, {args.rows:,} kept fingerprints, namespace {namespace}"
     )
-    print(f"bulk load via add_many: {args.rows / load_seconds:,.0f} rows/s ({load_seconds:.0f} s)")
+    print(f"fill via {args.fill}: {args.rows / load_seconds:,.0f} rows/s ({load_seconds:.0f} s)")
+    print(f"sustained insert-if-new, add_many in batches of 100: {batched_rate:,.0f} adds/s")
     print(f"planted near-duplicate queries that found their target: {found}/{len(planted)}")
-    floor = next((statistics.median(s) for name, s, _ in rows if name.startswith("raw")), None)
     print(f"{'operation':40} {'p50 us':>9} {'p99 us':>9} {'vs floor':>9}  note")
     for name, samples, note in rows:
         p50 = statistics.median(samples)
+        kind = "add" if "add" in name else "query"
+        floor = next(
+            (statistics.median(s) for n, s, _ in rows if n.startswith("raw") and kind in n), None
+        )
         ratio = f"{p50 / floor:.2f}x" if floor else "-"
         print(f"{name:40} {p50:9.0f} {percentile(samples, 0.99):9.0f} {ratio:>9}  {note}")
     store.close()

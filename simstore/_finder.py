@@ -194,10 +194,18 @@ class Finder:
         self, conn: Connection, wanted: Sequence[tuple[int, int]], now: datetime
     ) -> dict[int, int]:
         """Rows (id -> unsigned fingerprint) having one of the (band, value) pairs ``wanted``."""
+        if not wanted:  # every item went through the pair plan
+            return {}
+        params = self._window_params(now)
+        if len(wanted) <= BAND_COUNT and len({band for band, _value in wanted}) == len(wanted):
+            # one value per band (a single item at radius <= 3): one statement, no list juggling
+            shape = tuple((band, 1) for band, _value in wanted)
+            params.update({f"v{i}_0": value for i, (_band, value) in enumerate(wanted)})
+            statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
+            return {int(row[0]): from_signed(int(row[1])) for row in statement.run(conn, params)}
         per_band: dict[int, set[int]] = {}
         for band, value in wanted:
             per_band.setdefault(band, set()).add(value)
-        params = self._window_params(now)
         lists = [
             (band, chunk)
             for band, values in sorted(per_band.items())

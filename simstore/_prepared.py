@@ -129,6 +129,8 @@ def candidate_lookup(
 
     Parameters: ``ns``, ``cutoff`` (when windowed) and ``v{i}_{j}`` for list i, value j.
     """
+    if not shape:
+        raise ValueError("a candidate lookup needs at least one band")  # "" is no statement
 
     def build() -> ClauseElement:
         selects = []

@@ -206,6 +206,16 @@ class SimStore:
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Connection]:
+        """A connection for reads: on SQLite without SQLAlchemy's BEGIN/COMMIT bookkeeping.
+
+        pysqlite never opens a transaction for a SELECT anyway (each statement reads its own
+        snapshot, which ``simstore._finder`` allows for), so the begin/commit pair only cost time.
+        """
+        if self._connection is None and self._dialect == "sqlite":
+            assert self._engine is not None  # noqa: S101
+            with translate_errors(self._engine.url), self._engine.connect() as conn:
+                yield conn
+            return
         with self._transaction() as conn:
             yield conn
 
@@ -381,7 +391,7 @@ class SimStore:
             try:
                 with self._transaction() as conn:
                     probe = None
-                    if item.radius <= BAND_LOCK_MAX_RADIUS:
+                    if self._dialect == "postgresql" and item.radius <= BAND_LOCK_MAX_RADIUS:
                         probe = [
                             (band, value)
                             for band, values in band_values(item.fingerprint, item.radius).items()
