@@ -152,10 +152,11 @@ class Finder:
             for b, values in probe.items()
             for v in values
         }
-        stored = self._candidates(conn, sorted(wanted), min(moments))
+        earliest = min(moments)
+        stored = self._candidates(conn, sorted(wanted), earliest)
         for item, pairs in zip(items, by_pairs, strict=True):
             if pairs:
-                stored.update(self._pair_candidates(conn, item, min(moments)))
+                stored.update(self._pair_candidates(conn, item, earliest))
         near_ids = self._near(items, probes, stored)
         details = self._row_details(conn, stored, set().union(*near_ids))
         found: list[list[Match]] = []
