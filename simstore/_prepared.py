@@ -53,10 +53,6 @@ class Prepared:
         """Execute once on the DBAPI cursor; rows come back as the driver gives them."""
         return self._on_cursor(conn, False, self._bind(values))
 
-    def run_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """executemany on the connection's DBAPI cursor."""
-        self._on_cursor(conn, True, [self._bind(row) for row in rows])
-
     def run_rows(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
         """executemany of value tuples given in ``self.names`` order (no per-row dicts)."""
         convert = [
