@@ -2,28 +2,30 @@
 
 One UNION of band lookups fetches every candidate of every item (index-only), the distances are
 computed in Python (a numpy band join when every radius is at most 3), and only the rows that pass
-get their key, time and kept text fetched. A candidate then matches when it lies inside the item's
-radius and the retention window, and, for an item under a verification policy, when the exact
-measure over the two normalised texts reaches the item's threshold.
+get their key, time and kept text fetched. Under ``MinHashVerification`` the rows sharing enough
+MinHash-LSH band keys with an item (``simstore_minhash``) are candidates too. A candidate then
+matches when it lies inside the retention window and passes the item's policy (``confirm``).
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Connection
 
 from simstore import _prepared as prepared
+from simstore import minhash
 from simstore._match import EXACT_BAND_RADIUS, near_pairs
 from simstore.encoding import BAND_COUNT, bands, from_signed
 from simstore.probes import PAIR_MAX_RADIUS, band_values, pair_plan, prefers_pairs
 from simstore.results import Match
 from simstore.retention import partition_of, window_start
-from simstore.verify import Verification
+from simstore.verify import MinHashVerification, Policy
 
 LOOKUPS = ("auto", "bands", "pairs")
 ROWS_REFRESH_SECONDS = 60.0
@@ -39,6 +41,19 @@ class Item:
     radius: int
     text: str | None = None  # normalised, when the verification policy applies to this text
     threshold: float | None = None  # the exact measure must reach this to confirm a candidate
+    normalised: str | None = None  # the normalised text, when it is to be signed (MinHash)
+    signature: bytes | None = None  # MinHash signature, under MinHashVerification
+    band_keys: tuple[int, ...] = ()  # its LSH band keys (simstore.minhash.band_keys)
+
+
+class Kept(NamedTuple):
+    """What confirming a kept row needs of it."""
+
+    key: str
+    fingerprint: int
+    added_at: datetime
+    text: str | None
+    signature: bytes | None
 
 
 class BandIndex:
@@ -79,7 +94,7 @@ class Finder:
     keep: timedelta | None
     partition_seconds: int
     max_distance: int
-    verification: Verification | None
+    verification: Policy | None
     lookup: str = "auto"  # "bands", "pairs" (radius <= 3) or "auto": the cheaper by table size
     _rows: int = field(default=0, init=False)
     _rows_read_at: float = field(default=float("-inf"), init=False)
@@ -102,40 +117,70 @@ class Finder:
             self._rows_read_at = time.monotonic()
         return self._rows
 
-    def confirm(
-        self, item: Item, key: str, value: int, added_at: datetime, text: str | None
-    ) -> Match | None:
+    def confirm(self, item: Item, kept: Kept) -> Match | None:
         """The Match if this kept row is a near-duplicate of ``item`` (window checked by caller)."""
+        key, value, added_at, text, signature = kept
         distance = (value ^ item.fingerprint).bit_count()
+        policy = self.verification
+        if isinstance(policy, MinHashVerification) and item.signature is not None:
+            if signature is None:  # kept from a fingerprint or before signatures: distance rules
+                return Match(key, value, distance, added_at) if distance <= item.radius else None
+            estimate = minhash.estimate(item.signature, signature)
+            if item.text is None or text is None:  # not both short: the estimate decides
+                if estimate < policy.long_threshold:
+                    return None
+                return Match(key, value, distance, added_at, "minhash", round(estimate, 6))
+            if estimate < policy.prefilter:
+                return None
+            score = policy.score(item.text, text)
+            if score < policy.threshold:
+                return None
+            return Match(key, value, distance, added_at, policy.measure, round(score, 6))
         if distance > item.radius:
             return None
-        if item.threshold is None or self.verification is None:
+        if item.threshold is None or policy is None:
             return Match(key, value, distance, added_at)
         if text is None or item.text is None:
             # nothing to compare with (kept from a fingerprint or as a long text): distance rules
             return Match(key, value, distance, added_at) if distance <= self.max_distance else None
-        score = self.verification.score(item.text, text)
+        score = policy.score(item.text, text)
         if score < item.threshold:
             return None
-        return Match(key, value, distance, added_at, self.verification.measure, round(score, 6))
+        return Match(key, value, distance, added_at, policy.measure, round(score, 6))
 
-    @staticmethod
-    def batch_neighbours(items: Sequence[Item]) -> list[list[int]]:
-        """For each item, the positions of the earlier items of the batch within its radius."""
+    def _min_bands(self) -> int:
+        policy = self.verification
+        return policy.min_bands if isinstance(policy, MinHashVerification) else 1
+
+    def batch_neighbours(self, items: Sequence[Item]) -> list[list[int]]:
+        """For each item, the positions of the earlier items of the batch that are candidates:
+        within its radius, or sharing enough MinHash band keys."""
         if len(items) < 2:
             return [[] for _ in items]
         values = [item.fingerprint for item in items]
+        neighbours: list[list[int]] = []
         if all(item.radius <= EXACT_BAND_RADIUS for item in items):
             found = near_pairs(values, [item.radius for item in items], values)
-            return [[j for j in near if j < i] for i, near in enumerate(found)]
-        index = BandIndex()
-        neighbours: list[list[int]] = []
-        for i, item in enumerate(items):
-            near = index.lookup(band_values(item.fingerprint, item.radius))
-            neighbours.append(
-                sorted(j for j in near if (values[j] ^ item.fingerprint).bit_count() <= item.radius)
-            )
-            index.add(i, item.fingerprint)
+            neighbours = [[j for j in near if j < i] for i, near in enumerate(found)]
+        else:
+            index = BandIndex()
+            for i, item in enumerate(items):
+                near = index.lookup(band_values(item.fingerprint, item.radius))
+                neighbours.append(
+                    sorted(
+                        j for j in near if (values[j] ^ item.fingerprint).bit_count() <= item.radius
+                    )
+                )
+                index.add(i, item.fingerprint)
+        if any(item.band_keys for item in items):
+            holders: dict[int, list[int]] = {}
+            for i, item in enumerate(items):
+                shared = Counter(j for key in item.band_keys for j in holders.get(key, ()))
+                extra = [j for j, count in shared.items() if count >= self._min_bands()]
+                if extra:
+                    neighbours[i] = sorted({*neighbours[i], *extra})
+                for key in item.band_keys:
+                    holders.setdefault(key, []).append(i)
         return neighbours
 
     def find(
@@ -158,21 +203,42 @@ class Finder:
             if pairs:
                 stored.update(self._pair_candidates(conn, item, earliest))
         near_ids = self._near(items, probes, stored)
-        details = self._row_details(conn, stored, set().union(*near_ids))
+        if any(item.band_keys for item in items):
+            by_keys = self._lsh_candidates(conn, items, earliest)
+            for ids, extra in zip(near_ids, by_keys, strict=True):
+                ids.update(extra)
+        details = self._row_details(conn, set().union(*near_ids))
         found: list[list[Match]] = []
         for item, moment, ids in zip(items, moments, near_ids, strict=True):
             start = window_start(moment, self.keep)
             matches = []
             for row_id in ids:
-                if row_id not in details:
+                kept = details.get(row_id)
+                if kept is None or (start is not None and kept.added_at < start):
                     continue
-                key, added_at, text = details[row_id]
-                if start is not None and added_at < start:
-                    continue
-                match = self.confirm(item, key, stored[row_id], added_at, text)
+                match = self.confirm(item, kept)
                 if match is not None:
                     matches.append(match)
             found.append(sort_matches(matches))
+        return found
+
+    def _lsh_candidates(
+        self, conn: Connection, items: Sequence[Item], now: datetime
+    ) -> list[set[int]]:
+        """For each item, the rows sharing at least ``min_bands`` of its MinHash band keys."""
+        wanted = sorted({key for item in items for key in item.band_keys})
+        holders: dict[int, list[int]] = {}
+        params = self._window_params(now)
+        for chunk in chunks(wanted, prepared.MAX_IN):
+            size = prepared.padded(len(chunk))
+            statement = prepared.band_key_lookup(conn.dialect, size, "cutoff" in params)
+            for band_key, row_id in statement.run(conn, {**params, **padded_params("k", chunk)}):
+                holders.setdefault(int(band_key), []).append(int(row_id))
+        least = self._min_bands()
+        found = []
+        for item in items:
+            shared = Counter(row_id for key in item.band_keys for row_id in holders.get(key, ()))
+            found.append({row_id for row_id, count in shared.items() if count >= least})
         return found
 
     def _window_params(self, now: datetime) -> dict[str, Any]:
@@ -252,22 +318,25 @@ class Finder:
             for item, probe in zip(items, probes, strict=True)
         ]
 
-    def _row_details(
-        self, conn: Connection, stored: dict[int, int], ids: set[int]
-    ) -> dict[int, tuple[str, datetime, str | None]]:
-        """Key, time and kept text of rows still holding the fingerprint the lookup saw.
+    def _row_details(self, conn: Connection, ids: set[int]) -> dict[int, Kept]:
+        """Key, value, time, kept text and signature of rows, as they are now.
 
         Outside a transaction (pysqlite opens none for reads) a purge and an add may run between
-        the lookup and this read, and SQLite reuses the rowid of a deleted last row: a row whose
-        fingerprint changed is not the one that was found, so it is dropped.
+        the lookup and this read, and SQLite reuses the rowid of a deleted last row: so candidates
+        are confirmed on what this read returns, never on what the lookup saw.
         """
-        found: dict[int, tuple[str, datetime, str | None]] = {}
+        found: dict[int, Kept] = {}
         for chunk in chunks(sorted(ids), prepared.MAX_IN):
             statement = prepared.rows_by_id(conn.dialect, prepared.padded(len(chunk)))
             for row in statement.run(conn, {"ns": self.ns_id, **padded_params("i", chunk)}):
-                row_id = int(row[0])
-                if from_signed(int(row[4])) == stored.get(row_id):
-                    found[row_id] = (row[1], prepared.as_datetime(row[2]), row[3])
+                row_id, key, added_at, text, value, signature = row
+                found[int(row_id)] = Kept(
+                    key,
+                    from_signed(int(value)),
+                    prepared.as_datetime(added_at),
+                    text,
+                    None if signature is None else bytes(signature),
+                )
         return found
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.sql.expression import ClauseElement
 
 from simstore.encoding import BAND_BITS
 from simstore.probes import PAIRS
-from simstore.schema import BAND_COLUMNS, decisions, fingerprints, namespaces
+from simstore.schema import BAND_COLUMNS, decisions, fingerprints, minhash_keys, namespaces
 
 MAX_IN = 4096  # values per IN list (SQLite allows 32766 parameters, the servers 65535)
 _CACHE_LIMIT = 512
@@ -245,7 +245,7 @@ def decisions_by_key(dialect: sa.Dialect, count: int) -> Prepared:
 
 
 def rows_by_id(dialect: sa.Dialect, count: int) -> Prepared:
-    """Key, time, kept text and value of ``count`` rows (parameters ``ns``, ``i0``..)."""
+    """Key, time, kept text, value and signature of ``count`` rows (parameters ``ns``, ``i0``..)."""
 
     def build() -> ClauseElement:
         names: list[Any] = [sa.bindparam(f"i{j}") for j in range(count)]
@@ -255,12 +255,40 @@ def rows_by_id(dialect: sa.Dialect, count: int) -> Prepared:
             fingerprints.c.added_at,
             fingerprints.c.text,
             fingerprints.c.fp,
+            fingerprints.c.signature,
         ).where(
             fingerprints.c.ns_id == sa.bindparam("ns"),
             fingerprints.c.id == names[0] if count == 1 else fingerprints.c.id.in_(names),
         )
 
     return _cached(("rows", count), dialect, build)
+
+
+def band_key_lookup(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared:
+    """(band key, row id) of the MinHash band keys ``k0``.. in namespace ``ns`` (and window)."""
+
+    def build() -> ClauseElement:
+        names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
+        query = sa.select(minhash_keys.c.band_key, minhash_keys.c.fp_id).where(
+            minhash_keys.c.band_key.in_(names), minhash_keys.c.ns_id == sa.bindparam("ns")
+        )
+        if windowed:
+            query = query.where(minhash_keys.c.part >= sa.bindparam("cutoff"))
+        return query
+
+    return _cached(("band_keys", count, windowed), dialect, build)
+
+
+def ids_by_key(dialect: sa.Dialect, count: int) -> Prepared:
+    """Id and key of the kept rows of ``count`` keys (parameters ``ns`` and ``k0``..)."""
+
+    def build() -> ClauseElement:
+        names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
+        return sa.select(fingerprints.c.id, fingerprints.c.key).where(
+            fingerprints.c.ns_id == sa.bindparam("ns"), fingerprints.c.key.in_(names)
+        )
+
+    return _cached(("ids", count), dialect, build)
 
 
 def insert_into(dialect: sa.Dialect, table: sa.Table) -> Prepared:

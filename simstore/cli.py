@@ -597,6 +597,8 @@ def dedup(
                 match = decision.duplicate_of
                 data["duplicate_of"] = None if match is None else match.key
                 data["distance"] = None if match is None else match.distance
+                data["measure"] = None if match is None else match.measure
+                data["score"] = None if match is None else match.score
             if target is not None:
                 target.write(json.dumps(data, ensure_ascii=False) + "\n")
 

@@ -14,7 +14,9 @@ Why the check-then-insert of ``SimStore.add`` cannot keep two near-duplicates:
   batches) would need too many keys, so they take the namespace lock exclusively, which excludes
   every other add of the namespace. Each add also locks a hash of its own key: two adds of one
   key serialise, so the second finds the first's decision even when the unique constraint cannot
-  see across time partitions (``simstore.partitions``).
+  see across time partitions (``simstore.partitions``). Under MinHash verification two texts
+  that can match either lie within the SimHash radius (the argument above) or share at least
+  one MinHash band key (the policy's ``min_bands``), so each add also locks its 24 band keys.
 * MySQL/MariaDB: every add locks the namespace row ``FOR UPDATE``, serialising the namespace's adds
   (a lock table in the sense of the design); the check runs at READ COMMITTED after the lock.
 
@@ -34,6 +36,7 @@ from simstore import _prepared as prepared
 BAND_LOCK_MAX_RADIUS = 7  # at most 4 x 17 = 68 advisory keys per add
 _PG_NAMESPACE_CLASS = 0x53494D53  # "SIMS": the (int, int) advisory key space for namespaces
 _PG_TAG = 0x5153 << 40
+_NAMESPACE_SPREAD = 0x9E3779B97F4A7C15  # odd: namespaces move a band key to unrelated values
 
 
 def _band_key(ns_id: int, band: int, value: int) -> int:
@@ -46,13 +49,23 @@ def _key_lock(ns_id: int, key: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+def _minhash_lock(ns_id: int, band_key: int) -> int:
+    """A signed 64-bit advisory key for a MinHash band key (already random) in a namespace."""
+    mixed = (band_key ^ (ns_id * _NAMESPACE_SPREAD)) & 0xFFFF_FFFF_FFFF_FFFF
+    return mixed - (1 << 64) if mixed >= 1 << 63 else mixed
+
+
 def lock_for_write(
     connection: Connection,
     ns_id: int,
     probe_keys: Iterable[tuple[int, int]] | None,
     key: str | None = None,
+    band_keys: Iterable[int] = (),
 ) -> None:
-    """Take the locks an add needs before it checks; ``probe_keys`` None means exclusive."""
+    """Take the locks an add needs before it checks; ``probe_keys`` None means exclusive.
+
+    ``band_keys`` are the add's MinHash band keys (``simstore.minhash``), locked with the probes.
+    """
     dialect = connection.dialect.name
     if dialect == "postgresql":
         if probe_keys is None:
@@ -66,6 +79,7 @@ def lock_for_write(
             {"cls": _PG_NAMESPACE_CLASS, "ns": ns_id},
         )
         wanted = {_band_key(ns_id, band, value) for band, value in probe_keys}
+        wanted.update(_minhash_lock(ns_id, band_key) for band_key in band_keys)
         if key is not None:
             wanted.add(_key_lock(ns_id, key))
         keys = sorted(wanted)

@@ -64,6 +64,8 @@ fingerprints = sa.Table(
     sa.Column("part", sa.Integer, nullable=False),
     # the normalised text, kept only for texts a verification policy may need to compare exactly
     sa.Column("text", LongText, nullable=True),
+    # the MinHash signature (simstore.minhash) under the default verification policy, else NULL
+    sa.Column("signature", sa.LargeBinary, nullable=True),
     sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
     *(
         # covering: a band lookup, its window filter and the fingerprint come from the index alone.
@@ -102,6 +104,24 @@ decisions = sa.Table(
     sa.UniqueConstraint("key", "ns_id", name="uq_simstore_decisions_key"),
     sa.Index("ix_simstore_decisions_part", "part", "ns_id"),
     sa.Index("ix_simstore_decisions_duplicate_of", "duplicate_of", "ns_id"),
+    mysql_charset="utf8mb4",
+    mysql_collate="utf8mb4_bin",
+)
+
+# MinHash-LSH band keys of the fingerprints that have a signature: 24 rows per such fingerprint.
+# The primary key answers "which rows of this namespace and window have band key k" from the index
+# alone (SQLite keeps the table as that index: WITHOUT ROWID); (part, ns_id, fp_id) serves purges
+# and removals. ``part`` repeats the fingerprint row's partition.
+minhash_keys = sa.Table(
+    "simstore_minhash",
+    metadata,
+    sa.Column("band_key", sa.BigInteger, nullable=False),
+    sa.Column("ns_id", sa.Integer, nullable=False),
+    sa.Column("part", sa.Integer, nullable=False),
+    sa.Column("fp_id", sa.BigInteger, nullable=False),
+    sa.PrimaryKeyConstraint("band_key", "ns_id", "part", "fp_id", name="pk_simstore_minhash"),
+    sa.Index("ix_simstore_minhash_part", "part", "ns_id", "fp_id"),
+    sqlite_with_rowid=False,
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",
 )

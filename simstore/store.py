@@ -24,12 +24,13 @@ from sqlalchemy import exc
 from sqlalchemy.engine import URL, Connection, Engine
 
 from simstore import _prepared as prepared
-from simstore import migrate, partitions
+from simstore import migrate, minhash, partitions
 from simstore._algorithms import default_normalise
 from simstore._finder import (
     LOOKUPS,
     Finder,
     Item,
+    Kept,
     chunks,
     padded_params,
     sort_matches,
@@ -52,8 +53,8 @@ from simstore.presets import Preset, get_preset
 from simstore.probes import MAX_RADIUS, band_values
 from simstore.results import Decision, Match, Stats
 from simstore.retention import parse_duration, partition_of, utc_naive, window_start
-from simstore.schema import decisions, fingerprints, namespaces
-from simstore.verify import Verification
+from simstore.schema import decisions, fingerprints, minhash_keys, namespaces
+from simstore.verify import MinHashVerification, Policy, Verification
 
 log = logging.getLogger("simstore")
 
@@ -62,7 +63,7 @@ MAX_NAMESPACE_LENGTH = 255
 BAND_LAYOUT = "4x16"
 PURGE_BATCH_ROWS = 10_000
 ANALYZE_BATCH_ROWS = 1_000  # add_many batches at least this big may refresh PostgreSQL statistics
-DEFAULT_VERIFICATION = Verification()
+DEFAULT_VERIFICATION = MinHashVerification()
 _NO_MATCH = (None, None, None, None)  # duplicate_of, distance, measure, score of a kept item
 # a simstore_decisions row as the driver returns it (columns in table order)
 _DecisionRow = namedtuple("_DecisionRow", [column.name for column in decisions.c])  # type: ignore[misc]
@@ -119,9 +120,11 @@ class SimStore:
     ``keep`` is the retention window (``"2d"``, a timedelta or seconds; None keeps everything).
     ``auto_upgrade`` None upgrades SQLite databases on open and asks servers to be upgraded with
     ``simstore db upgrade``; True or False forces either way.
-    ``verification`` decides short texts exactly (``simstore.verify``): the store keeps their
-    normalised text and confirms SimHash candidates from a wider radius with an exact measure.
-    None turns it off; then texts with fewer than ``min_features`` features match only at
+    ``verification`` is the policy that decides (``simstore.verify``). The default,
+    ``MinHashVerification()``, keeps a MinHash signature of every text and the normalised text of
+    short ones, finds candidates by MinHash-LSH band keys as well as by SimHash, and decides them
+    by similarity (exact for short texts). ``Verification(...)`` is the SimHash-only policy. None
+    turns verification off; then texts with fewer than ``min_features`` features match only at
     distance 0. An explicit ``max_distance`` on ``add``/``query`` means plain SimHash at that
     radius.
     ``lookup`` picks how candidates are found for radii <= 3: ``"bands"`` (four 16-bit band
@@ -141,7 +144,7 @@ class SimStore:
         auto_upgrade: bool | None = None,
         partition: str | timedelta | float = "1h",
         min_features: int = 3,
-        verification: Verification | None = DEFAULT_VERIFICATION,
+        verification: Policy | None = DEFAULT_VERIFICATION,
         lookup: str = "auto",
     ) -> None:
         self._engine, self._connection = resolve_bind(bind)
@@ -163,8 +166,12 @@ class SimStore:
             raise InvalidInput("partition must be at least one minute (partition numbers are INT)")
         self._partition_seconds = max(int(partition_length.total_seconds()), 1)
         self._dialect = self._bound_engine.dialect.name
-        if verification is not None and not isinstance(verification, Verification):
-            raise InvalidType("verification must be a simstore.verify.Verification or None")
+        if verification is not None and not isinstance(
+            verification, (Verification, MinHashVerification)
+        ):
+            raise InvalidType(
+                "verification must be a simstore.verify.MinHashVerification, Verification or None"
+            )
         self.verification = verification
         if lookup not in LOOKUPS:
             raise InvalidInput(f"lookup must be one of {', '.join(LOOKUPS)}, got {lookup!r}")
@@ -333,12 +340,30 @@ class SimStore:
             items.append(
                 self._plan(Item(key, result.fingerprint, result.features, 0), text, explicit)
             )
+        self._sign([item for item in items if item.normalised is not None])
         return items
+
+    @staticmethod
+    def _sign(items: Sequence[Item]) -> None:
+        """MinHash signatures and band keys of the items that need them, in one numpy pass."""
+        if not items:
+            return
+        values = minhash.signatures([item.normalised or "" for item in items])
+        keys = minhash.band_keys(values).tolist()
+        for item, signature, band_keys in zip(items, values, keys, strict=True):
+            item.signature = minhash.to_bytes(signature)
+            item.band_keys = tuple(band_keys)
 
     def _plan(self, item: Item, text: str, explicit: int | None) -> Item:
         """Radius and verification for a text item (an explicit max_distance overrides both)."""
         if explicit is not None:
             item.radius = explicit
+        elif isinstance(self.verification, MinHashVerification):
+            normalised = default_normalise(text)
+            item.radius = self.max_distance
+            short = len(normalised) < self.verification.short_length
+            item.text = normalised if short else None
+            item.normalised = normalised  # signed with the rest of the batch (_sign)
         elif self.verification is not None:
             normalised = default_normalise(text)
             item.radius, item.threshold = self.verification.plan(len(normalised), self.max_distance)
@@ -397,7 +422,7 @@ class SimStore:
                             for band, values in band_values(item.fingerprint, item.radius).items()
                             for value in values
                         ]
-                    lock_for_write(conn, self._ns_id, probe, item.key)
+                    lock_for_write(conn, self._ns_id, probe, item.key, item.band_keys)
                     return self._decide(conn, [item], [moment])[0]
             except exc.IntegrityError:
                 # the same key raced in from elsewhere: the retry finds its decision
@@ -446,6 +471,7 @@ class SimStore:
         earlier = self._decisions_of(conn, [item.key for item in items])
         found = self._finder.find(conn, items, moments)
         neighbours = self._finder.batch_neighbours(items)
+        signed_items: list[tuple[str, int, tuple[int, ...]]] = []  # kept: key, part, band keys
         kept_at: dict[int, datetime] = {}  # batch position -> time, of the items kept so far
         decided: dict[str, Decision] = {}
         new_rows: list[tuple[Any, ...]] = []
@@ -466,13 +492,14 @@ class SimStore:
                 other_at = kept_at.get(other)
                 if other_at is not None and (start is None or other_at >= start):
                     earlier_item = items[other]
-                    match = self._finder.confirm(
-                        item,
+                    kept = Kept(
                         earlier_item.key,
                         earlier_item.fingerprint,
                         other_at,
                         earlier_item.text,
+                        earlier_item.signature,
                     )
+                    match = self._finder.confirm(item, kept)
                     if match is not None:
                         matches.append(match)
             matches = sort_matches(matches)
@@ -490,8 +517,11 @@ class SimStore:
                         moment,
                         part,
                         item.text,
+                        item.signature,
                     )
                 )
+                if item.band_keys:
+                    signed_items.append((item.key, part, item.band_keys))
             outcome = (
                 _NO_MATCH if best is None else (best.key, best.distance, best.measure, best.score)
             )
@@ -501,9 +531,28 @@ class SimStore:
             out.append(decision)
         if new_rows:
             prepared.insert_into(conn.dialect, fingerprints).run_rows(conn, new_rows)
+        if signed_items:
+            self._insert_band_keys(conn, signed_items)
         if log_rows:
             prepared.insert_into(conn.dialect, decisions).run_rows(conn, log_rows)
         return out
+
+    def _insert_band_keys(
+        self, conn: Connection, kept: Sequence[tuple[str, int, tuple[int, ...]]]
+    ) -> None:
+        """The MinHash side-table rows of rows just inserted (their ids read back by key)."""
+        ids: dict[str, int] = {}
+        for chunk in chunks([key for key, _part, _keys in kept], prepared.MAX_IN):
+            statement = prepared.ids_by_key(conn.dialect, prepared.padded(len(chunk)))
+            params = {"ns": self._ns_id, **padded_params("k", chunk)}
+            for row_id, key in statement.run(conn, params):
+                ids[key] = int(row_id)
+        rows = [
+            (band_key, self._ns_id, part, ids[key])
+            for key, part, band_keys in kept
+            for band_key in sorted(set(band_keys))
+        ]
+        prepared.insert_into(conn.dialect, minhash_keys).run_rows(conn, rows)
 
     def _decisions_of(self, conn: Connection, keys: Sequence[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -607,7 +656,7 @@ class SimStore:
             # the tables, or their partitions when they are partitioned (simstore.partitions)
             stale = conn.exec_driver_sql(
                 "SELECT relname FROM pg_stat_user_tables "
-                "WHERE relname ~ '^simstore_(fingerprints|decisions)(_p[a-z0-9]+)?$' "
+                "WHERE relname ~ '^simstore_(fingerprints|decisions|minhash)(_p[a-z0-9]+)?$' "
                 "AND n_mod_since_analyze > 0.2 * GREATEST(n_live_tup, 10000)"
             ).scalars()
             tables = sorted(str(name) for name in stale)
@@ -642,6 +691,19 @@ class SimStore:
         checked = _check_key(key)
         with self._transaction() as conn:
             lock_for_write(conn, self._ns_id, None)
+            row = conn.execute(
+                sa.select(fingerprints.c.id, fingerprints.c.part).where(
+                    fingerprints.c.ns_id == self._ns_id, fingerprints.c.key == checked
+                )
+            ).first()
+            if row is not None:
+                conn.execute(
+                    sa.delete(minhash_keys).where(
+                        minhash_keys.c.part == row.part,
+                        minhash_keys.c.ns_id == self._ns_id,
+                        minhash_keys.c.fp_id == row.id,
+                    )
+                )
             removed = conn.execute(
                 sa.delete(fingerprints).where(
                     fingerprints.c.ns_id == self._ns_id, fingerprints.c.key == checked
@@ -669,6 +731,7 @@ class SimStore:
                 if layout is not None:  # whole partitions past the database's window go first
                     total += partitions.drop_expired(conn, layout, self._now(now))
                     partitions.make_ahead(conn, layout, self._now(now))
+        self._purge_band_keys(cutoff)  # index rows of the purged rows: not counted as rows
         for table in (fingerprints, decisions):
             while True:
                 with self._transaction() as conn:
@@ -687,6 +750,33 @@ class SimStore:
                     break
         log.info("purged %d rows older than %s from %s", total, start, self.namespace)
         return total
+
+    def _purge_band_keys(self, cutoff: int) -> int:
+        """Delete the MinHash side rows of partitions before ``cutoff``, in bounded batches.
+
+        Rows of one fingerprint lie together in the (part, ns_id, fp_id) index, so a batch is the
+        fingerprints whose rows the first PURGE_BATCH_ROWS index entries name, all rows of each.
+        """
+        total = 0
+        while True:
+            with self._transaction() as conn:
+                found = conn.execute(
+                    sa.select(minhash_keys.c.part, minhash_keys.c.fp_id)
+                    .where(minhash_keys.c.part < cutoff, minhash_keys.c.ns_id == self._ns_id)
+                    .limit(PURGE_BATCH_ROWS)
+                ).all()
+                parts = sorted({int(part) for part, _fp_id in found})
+                fp_ids = sorted({int(fp_id) for _part, fp_id in found})
+                for chunk in chunks(fp_ids, prepared.MAX_IN):
+                    total += conn.execute(
+                        sa.delete(minhash_keys).where(
+                            minhash_keys.c.part.in_(parts),
+                            minhash_keys.c.ns_id == self._ns_id,
+                            minhash_keys.c.fp_id.in_(chunk),
+                        )
+                    ).rowcount
+            if len(found) < PURGE_BATCH_ROWS:
+                return total
 
     def stats(self) -> Stats:
         """Counts and time span of the namespace."""

@@ -1,11 +1,16 @@
-"""Verifying short texts: SimHash finds candidates at a wider radius, an exact measure decides.
+"""Verification policies: where a store's candidates come from, and what decides them.
+
+``MinHashVerification`` (the default) finds candidates of every text through MinHash-LSH band
+keys and decides them by similarity; see its docstring. ``Verification``, below, is the older
+SimHash-only policy, kept for stores that want no side table.
 
 SimHash at k = 3 works for long texts and misses most near-duplicates among short ones (under about
 140 characters), whose fingerprints move many bits for a one-word edit; a wider radius alone lets
-in look-alikes. So for a short text the store looks at every kept fingerprint within
-``short_radius`` bits whose normalised text it kept, and calls it a duplicate when an exact measure
-over the two texts reaches ``threshold``. Long texts are decided by the plain radius unless
-``long_threshold`` is set.
+in look-alikes. So under ``Verification`` the store looks, for a short text, at every kept
+fingerprint within ``short_radius`` bits whose normalised text it kept, and calls it a duplicate
+when an exact measure over the two texts reaches ``threshold``. Long texts are decided by the
+plain radius unless ``long_threshold`` is set. That recovers only part of the short
+near-duplicates (wide radii cost hundreds of seeks), hence the MinHash default.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ MEASURES: tuple[Measure, ...] = ("jaccard", "cosine", "edit")
 
 @dataclass(frozen=True)
 class Verification:
-    """The store's policy for deciding short texts (and, optionally, long ones) exactly."""
+    """SimHash-only policy: short texts (and optionally long ones) decided exactly."""
 
     short_length: int = 300  # normalised characters; shorter texts are verified
     short_radius: int = 7  # candidate radius for short texts (<= 7 keeps PostgreSQL's band locks)
@@ -35,9 +40,7 @@ class Verification:
         if self.measure not in MEASURES:
             raise InvalidInput(f"measure must be one of {MEASURES}, not {self.measure!r}")
         for name in ("threshold", "long_threshold"):
-            value = getattr(self, name)
-            if value is not None and not 0.0 <= value <= 1.0:
-                raise InvalidInput(f"{name} must lie in [0, 1], got {value!r}")
+            _check_fraction(name, getattr(self, name))
         for name in ("short_length", "short_radius", "long_radius"):
             value = getattr(self, name)
             if value is not None and (
@@ -54,8 +57,57 @@ class Verification:
 
     def score(self, a: str, b: str) -> float:
         """Similarity of two normalised texts under the policy's measure."""
-        if self.measure == "jaccard":
-            return jaccard(a, b, n=3, normalise=False)
-        if self.measure == "cosine":
-            return cosine(a, b, unit="char", normalise=False)
-        return edit_ratio(a, b, normalise=False)
+        return _score(self.measure, a, b)
+
+
+def _check_fraction(name: str, value: float | None) -> None:
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise InvalidInput(f"{name} must lie in [0, 1], got {value!r}")
+
+
+def _score(measure: Measure, a: str, b: str) -> float:
+    if measure == "jaccard":
+        return jaccard(a, b, n=3, normalise=False)
+    if measure == "cosine":
+        return cosine(a, b, unit="char", normalise=False)
+    return edit_ratio(a, b, normalise=False)
+
+
+@dataclass(frozen=True)
+class MinHashVerification:
+    """The default policy: MinHash-LSH finds candidates of every text, a similarity decides.
+
+    Every text gets a MinHash signature over its character 5-grams (``simstore.minhash``), kept
+    in its row, and 24 band keys, kept in ``simstore_minhash``. A kept text is a candidate when
+    it shares at least ``min_bands`` band keys with the new one, or lies within the store's
+    SimHash radius. When both texts are shorter than ``short_length`` normalised characters (their
+    texts are kept), a candidate whose signature estimate reaches ``prefilter`` is decided by the
+    exact ``measure`` (Jaccard over character 3-grams by default) >= ``threshold``; otherwise by
+    the signature's estimate of the 5-gram Jaccard similarity >= ``long_threshold``. Rows without
+    a signature (kept from a fingerprint, or before simstore 0.4) are decided by SimHash distance.
+    Defaults measured on ``benchmarks/quality``: F1 >= 0.96 in every group, precision ~1.0.
+    """
+
+    short_length: int = 300
+    measure: Measure = "jaccard"
+    threshold: float = 0.55
+    prefilter: float = 0.35
+    long_threshold: float = 0.55
+    min_bands: int = 2
+
+    def __post_init__(self) -> None:
+        if self.measure not in MEASURES:
+            raise InvalidInput(f"measure must be one of {MEASURES}, not {self.measure!r}")
+        for name in ("threshold", "prefilter", "long_threshold"):
+            _check_fraction(name, getattr(self, name))
+        for name, lowest in (("short_length", 0), ("min_bands", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+                raise InvalidInput(f"{name} must be an int >= {lowest}, got {value!r}")
+
+    def score(self, a: str, b: str) -> float:
+        """Similarity of two normalised texts under the policy's exact measure."""
+        return _score(self.measure, a, b)
+
+
+Policy = Verification | MinHashVerification

@@ -1,4 +1,4 @@
-"""Short texts are decided by an exact measure over SimHash candidates from a wider radius."""
+"""Short texts are decided by an exact measure over candidates the SimHash radius alone misses."""
 
 from __future__ import annotations
 
@@ -74,11 +74,13 @@ def test_in_batch_items_are_verified_too(make_store: StoreFactory) -> None:
     assert duplicate is not None and duplicate.key == "a" and duplicate.measure == "jaccard"
 
 
-def test_long_texts_keep_the_plain_radius(make_store: StoreFactory) -> None:
+def test_long_texts_keep_the_plain_radius_under_simhash_verification(
+    make_store: StoreFactory,
+) -> None:
     long_text = " ".join(
         f"sentence number {i} about storage engines and indexes." for i in range(20)
     )
-    store = make_store()
+    store = make_store(verification=Verification())
     first = store.add(long_text, key="long")
     assert first.inserted
     again = store.add(long_text + " One more.", key="long2")

@@ -29,6 +29,7 @@ import argparse
 import json
 import random
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from build_dataset import Pair
 
 import simstore
 from simstore import similarity
+from simstore.verify import Verification
 
 GROUPS = ("zh-short", "zh-long", "en-short", "en-long")  # the four the targets are about
 EXTRA = ("zh-mid", "en-mid")
@@ -118,6 +120,46 @@ def group_scores(
         g: prf(predicted[mask & (data.groups == g)], data.labels[mask & (data.groups == g)])
         for g in groups
     }
+
+
+# --- the store's own decision ------------------------------------------------------------------
+
+STORE_POLICIES: dict[str, dict[str, object]] = {
+    "default (MinHashVerification())": {},
+    "Verification() (SimHash-only, before 0.4)": {"verification": Verification()},
+    "verification=None (plain k = 3)": {"verification": None},
+}
+
+
+def store_decisions(data: Data, mask: Bools, **options: object) -> tuple[Bools, float]:
+    """Whether a real SimStore (SQLite file) calls each pair of ``mask`` a duplicate: text a is
+    added, text b queried, a removed again. Also the mean milliseconds per pair (add+query+remove).
+    """
+    predicted = np.zeros(len(data.pairs), dtype=bool)
+    with tempfile.TemporaryDirectory() as folder:
+        store = simstore.SimStore(f"sqlite:///{folder}/quality.db", **options)  # type: ignore[arg-type]
+        started = time.perf_counter()
+        for i in np.flatnonzero(mask).tolist():
+            key = f"a{i}"
+            store.add(data.pairs[i].a, key=key)
+            predicted[i] = any(match.key == key for match in store.query(data.pairs[i].b))
+            store.remove(key)
+        elapsed = time.perf_counter() - started
+        store.close()
+    return predicted, elapsed * 1000 / max(1, int(mask.sum()))
+
+
+def store_section(data: Data) -> dict[str, object]:
+    """Section 0: the store's full decision (candidates + verification) with its defaults."""
+    print("\n## The store's own decision (SimStore on SQLite; a added, b queried; test half)")
+    print(header("policy"))
+    results: dict[str, object] = {}
+    for label, options in STORE_POLICIES.items():
+        predicted, millis = store_decisions(data, data.test, **options)
+        line, _mean = row("", data, predicted, data.test)
+        print(f"{label}  ({millis:.2f} ms per add+query+remove)\n{line}")
+        results[label] = group_scores(data, predicted, data.test, GROUPS + EXTRA)
+    return results
 
 
 # --- fingerprints ------------------------------------------------------------------------------
@@ -408,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true", help="rebuild the dataset first")
     parser.add_argument("--presets", default="", help="comma-separated presets (default: all)")
     parser.add_argument("--json", type=Path, help="also write every number to this file")
+    parser.add_argument(
+        "--store-only", action="store_true", help="only the store's own decisions (section 0)"
+    )
     args = parser.parse_args(argv)
 
     data = load_data(args.data, args.rebuild)
@@ -424,6 +469,11 @@ def main(argv: list[str] | None = None) -> int:
     build_dataset.print_summary(data.pairs)
 
     report: dict[str, dict[str, object]] = {name: {} for name in names}
+    report["store"] = store_section(data)
+    if args.store_only:
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
+        return 0
     dists: dict[str, npt.NDArray[np.int64]] = {}
     fp_cost: dict[str, dict[str, float]] = {}
     for name in names:

@@ -1,0 +1,135 @@
+"""MinHash signatures and LSH band keys over character 5-grams: the default policy's candidates.
+
+SimHash at a small radius misses most near-duplicates among short texts (a one-word edit moves many
+of their bits), and wide radii cost hundreds of index seeks. A MinHash signature estimates the
+Jaccard similarity of two texts' n-gram sets directly: value i is the smallest image of the text's
+n-grams under permutation i, and two texts agree on it with probability equal to their Jaccard
+similarity. Grouping the values into bands (locality-sensitive hashing) gives keys that two
+similar texts share with high probability and two unrelated ones almost never, so a handful of
+index seeks on a side table finds the candidates.
+
+The scheme is fixed (it is stored): 96 values over character 5-grams of the normalised text, 24
+bands of 4 values. It and the policy's thresholds were chosen on the labelled pairs of
+``benchmarks/quality/`` (``candidates.py``); changing anything here means a new scheme version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+SCHEME = "minhash-c5-96-24x4-v1"
+NGRAM = 5
+VALUES = 96
+BANDS = 24
+ROWS = 4  # values per band
+SIGNATURE_BYTES = VALUES * 4
+GRAMS_PER_PASS = 1 << 16  # bounds memory: a pass holds GRAMS_PER_PASS x VALUES 32-bit images
+
+Signatures = npt.NDArray[np.uint32]
+_U64 = npt.NDArray[np.uint64]
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_SEED = np.uint64(0x5EED5EED5EED5EED)
+_POLY = np.uint64(0x100000001B3)  # FNV-64 prime: odd, spreads 21-bit code points
+_SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
+_HIGH = np.uint64(32)
+# x -> (x ^ s) * M (mod 2**32) permutes the 32-bit values (M is odd). The 128 constants are the
+# draw the quality benchmark measured (seed 6); the signature keeps the first 96.
+_PERMUTATIONS = np.random.default_rng(6).integers(0, 2**32, size=128, dtype=np.uint32)[:VALUES]
+_M32 = np.uint32(0x9E3779B1)
+
+
+def _mix(z: _U64) -> _U64:
+    """splitmix64's finaliser over an array (numpy wraps array overflow silently)."""
+    z = (z ^ (z >> _SHIFTS[0])) * _M1
+    z = (z ^ (z >> _SHIFTS[1])) * _M2
+    return z ^ (z >> _SHIFTS[2])  # type: ignore[no-any-return]
+
+
+def _pieces(texts: Sequence[str]) -> tuple[list[str], list[int]]:
+    """Texts cut into pieces of at most GRAMS_PER_PASS grams (overlapping by NGRAM - 1 characters,
+    so the pieces' grams are exactly the text's), with the text each piece belongs to."""
+    pieces: list[str] = []
+    owners: list[int] = []
+    for owner, text in enumerate(texts):
+        if len(text) <= GRAMS_PER_PASS:
+            pieces.append(text)
+            owners.append(owner)
+            continue
+        for start in range(0, len(text) - NGRAM + 1, GRAMS_PER_PASS):
+            pieces.append(text[start : start + GRAMS_PER_PASS + NGRAM - 1])
+            owners.append(owner)
+    return pieces, owners
+
+
+def _gram_hashes(pieces: Sequence[str]) -> tuple[_U64, npt.NDArray[np.int64]]:
+    """64-bit hashes of every piece's character n-grams (a piece shorter than n is one gram), laid
+    end to end, and the number of grams per piece: a polynomial over the code points, then mixed."""
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    points = np.frombuffer(
+        "".join(pieces).encode("utf-32-le", "surrogatepass"), dtype="<u4"
+    ).astype(np.uint64)
+    points = np.concatenate([points, np.zeros(NGRAM, dtype=np.uint64)])
+    width = np.minimum(lengths, NGRAM)
+    counts = np.where(lengths > 0, lengths - width + 1, 0)
+    owner = np.repeat(np.arange(len(pieces)), counts)
+    starts = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+    starts += np.repeat(np.cumsum(lengths) - lengths, counts)
+    hashes = points[starts]
+    for offset in range(1, NGRAM):
+        live = offset < width[owner]
+        hashes = np.where(live, hashes * _POLY + points[starts + offset], hashes)
+    return _mix(hashes), counts
+
+
+def signatures(texts: Sequence[str]) -> Signatures:
+    """(len(texts), VALUES) MinHash signatures of normalised texts (an empty text: all ones)."""
+    result = np.full((len(texts), VALUES), 0xFFFFFFFF, dtype=np.uint32)
+    pieces, owners = _pieces(texts)
+    first = 0
+    while first < len(pieces):
+        last, grams = first, 0
+        while last < len(pieces) and (last == first or grams + len(pieces[last]) <= GRAMS_PER_PASS):
+            grams += len(pieces[last])
+            last += 1
+        hashes, counts = _gram_hashes(pieces[first:last])
+        present = np.flatnonzero(counts)
+        if len(present):
+            x = (hashes >> _HIGH).astype(np.uint32)
+            images = (x[:, None] ^ _PERMUTATIONS[None, :]) * _M32
+            bounds = (np.cumsum(counts) - counts)[present]
+            mins = np.minimum.reduceat(images, bounds, axis=0)
+            np.minimum.at(result, np.asarray(owners[first:last])[present], mins)
+        first = last
+    return result
+
+
+def band_keys(signed: Signatures) -> npt.NDArray[np.int64]:
+    """(n, BANDS) signed 64-bit keys: each band's ROWS values hashed together with its number."""
+    values = signed.reshape(len(signed), BANDS, ROWS).astype(np.uint64)
+    keys = np.broadcast_to(np.arange(BANDS, dtype=np.uint64) ^ _SEED, values.shape[:2]).copy()
+    for j in range(ROWS):
+        keys = _mix((keys ^ values[:, :, j]) + _GOLDEN)
+    return keys.view(np.int64)  # type: ignore[no-any-return]
+
+
+def to_bytes(signature: Signatures) -> bytes:
+    """One signature as stored in the row (little-endian 32-bit values)."""
+    return signature.astype("<u4", copy=False).tobytes()
+
+
+def from_bytes(stored: bytes) -> Signatures:
+    return np.frombuffer(stored, dtype="<u4").astype(np.uint32)
+
+
+def estimate(a: bytes, b: bytes) -> float:
+    """The Jaccard similarity two stored signatures estimate: the share of equal values."""
+    if len(a) != SIGNATURE_BYTES or len(b) != SIGNATURE_BYTES:
+        raise ValueError(f"a signature has {SIGNATURE_BYTES} bytes")
+    equal = np.frombuffer(a, dtype="<u4") == np.frombuffer(b, dtype="<u4")
+    return int(np.count_nonzero(equal)) / VALUES

@@ -1,0 +1,286 @@
+"""MinHash signatures and the default policy: candidates by LSH band keys, decided by similarity.
+
+The estimates are checked against exact Jaccard similarities computed here with Python sets; the
+store tests run on every dialect, and the race test makes real processes add texts that only the
+band keys (not the SimHash radius) bring together.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import string
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from simstore import fingerprint, hamming, minhash
+from simstore._algorithms import default_normalise
+from simstore.errors import InvalidInput
+from simstore.similarity import char_ngrams, jaccard
+from simstore.store import SimStore
+from simstore.verify import MinHashVerification
+from tests.conftest import StoreFactory
+
+WORDS = ["".join(random.Random(i).choices(string.ascii_lowercase, k=6)) for i in range(3000)]
+
+
+def _sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def _edited(rng: random.Random, text: str, edits: int) -> str:
+    words = text.split()
+    for _ in range(edits):
+        words[rng.randrange(len(words))] = rng.choice(WORDS)
+    return " ".join(words)
+
+
+def _exact(a: str, b: str) -> float:
+    left, right = char_ngrams(a, minhash.NGRAM), char_ngrams(b, minhash.NGRAM)
+    return len(left & right) / len(left | right)
+
+
+# --- signatures ---------------------------------------------------------------------------------
+
+
+def test_the_estimate_tracks_the_exact_jaccard_of_5_gram_sets() -> None:
+    rng = random.Random(7)
+    pairs = []
+    for _ in range(300):
+        base = _sentence(rng, rng.randint(5, 60))
+        pairs.append((base, _edited(rng, base, rng.randint(0, 12))))
+    signed = minhash.signatures([text for pair in pairs for text in pair])
+    errors = []
+    for i, (a, b) in enumerate(pairs):
+        estimate = minhash.estimate(
+            minhash.to_bytes(signed[2 * i]), minhash.to_bytes(signed[2 * i + 1])
+        )
+        errors.append(estimate - _exact(a, b))
+    # 96 values: the standard error is at most sqrt(0.25 / 96) = 0.051
+    assert abs(float(np.mean(errors))) < 0.02
+    assert float(np.mean(np.abs(errors))) < 0.05
+    assert max(abs(e) for e in errors) < 0.25
+
+
+def test_identical_texts_agree_everywhere_and_unrelated_ones_almost_nowhere() -> None:
+    rng = random.Random(3)
+    a, b = _sentence(rng, 30), _sentence(rng, 30)
+    sa_, sb = (minhash.to_bytes(s) for s in minhash.signatures([a, b]))
+    assert minhash.estimate(sa_, minhash.to_bytes(minhash.signatures([a])[0])) == 1.0
+    assert minhash.estimate(sa_, sb) < 0.1
+    keys = minhash.band_keys(minhash.signatures([a, a, b]))
+    assert keys.shape == (3, minhash.BANDS)
+    assert (keys[0] == keys[1]).all() and not (keys[0] == keys[2]).any()
+
+
+def test_a_band_key_depends_on_its_own_values_only() -> None:
+    signed = minhash.signatures(["the quick brown fox jumps over the lazy dog"])
+    changed = signed.copy()
+    changed[0, 3 * minhash.ROWS + 1] ^= 1  # one value of band 3
+    before, after = minhash.band_keys(signed)[0], minhash.band_keys(changed)[0]
+    assert [j for j in range(minhash.BANDS) if before[j] != after[j]] == [3]
+
+
+def test_batches_and_pieces_give_the_same_signatures(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(11)
+    texts = ["", "a", "abcd", "abcde", "今天天气很好"] + [
+        _sentence(rng, rng.randint(1, 80)) for _ in range(40)
+    ]
+    one_by_one = np.vstack([minhash.signatures([text]) for text in texts])
+    together = minhash.signatures(texts)
+    assert (one_by_one == together).all()
+    assert (together[0] == 0xFFFFFFFF).all()  # no grams at all
+    # long texts are cut into overlapping pieces: cutting them much finer changes nothing
+    monkeypatch.setattr(minhash, "GRAMS_PER_PASS", 16)
+    assert (minhash.signatures(texts) == together).all()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"measure": "dice"},
+        {"threshold": 1.5},
+        {"prefilter": -0.1},
+        {"long_threshold": 2},
+        {"min_bands": 0},
+        {"short_length": -1},
+        {"min_bands": True},
+    ],
+)
+def test_bad_minhash_policies_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(InvalidInput):
+        MinHashVerification(**options)  # type: ignore[arg-type]
+
+
+# --- the store under the default policy ----------------------------------------------------------
+
+SHORT = "Heavy rain is expected in the north this weekend; the ferry to the islands may not run."
+SHORT_EDIT = (
+    "RT @weatherdesk: Heavy rain is expected in the north this weekend; the ferry to the islands "
+    "may not run. Stay safe"
+)
+LONG = " ".join(
+    f"Paragraph {i}: the city council discussed the new tram line, its cost and its timetable."
+    for i in range(12)
+)
+LONG_EDIT = (
+    LONG.replace("Paragraph 3", "Section three")
+    + " An added closing note about the next meeting, to be held in spring."
+)
+LONG_OTHER = " ".join(
+    f"Chapter {i}: volunteers planted oak trees along the river and counted the birds nearby."
+    for i in range(12)
+)
+
+
+def _band_key_rows(engine: Engine, namespace: str) -> int:
+    with engine.connect() as connection:
+        return int(
+            connection.execute(
+                sa.text(
+                    "SELECT COUNT(*) FROM simstore_minhash m JOIN simstore_namespaces n "
+                    "ON n.id = m.ns_id WHERE n.name = :ns"
+                ),
+                {"ns": namespace},
+            ).scalar_one()
+        )
+
+
+def test_a_short_edit_far_outside_the_simhash_radius_is_found(make_store: StoreFactory) -> None:
+    store = make_store()
+    assert store.add(SHORT, key="a").inserted
+    distance = hamming(fingerprint(SHORT), fingerprint(SHORT_EDIT))
+    assert distance > 7  # beyond even the SimHash-only policy's short radius
+    decision = store.add(SHORT_EDIT, key="b")
+    assert not decision.inserted and decision.duplicate_of is not None
+    match = decision.duplicate_of
+    assert (match.key, match.distance, match.measure) == ("a", distance, "jaccard")
+    assert match.score == pytest.approx(jaccard(SHORT, SHORT_EDIT), abs=1e-6)
+    assert [m.key for m in store.query(SHORT_EDIT)] == ["a"]
+
+
+def test_long_texts_are_decided_by_the_signature(make_store: StoreFactory) -> None:
+    store = make_store()
+    assert store.add(LONG, key="long").inserted
+    assert store.kept_text("long") is None  # long texts are not kept
+    again = store.add(LONG_EDIT, key="edit")
+    assert not again.inserted and again.duplicate_of is not None
+    score = again.duplicate_of.score
+    assert again.duplicate_of.measure == "minhash" and score is not None
+    exact = _exact(default_normalise(LONG), default_normalise(LONG_EDIT))
+    assert score == pytest.approx(exact, abs=0.2)
+    assert score >= MinHashVerification().long_threshold
+    assert store.add(LONG_OTHER, key="other").inserted  # same shape, other content
+
+
+def test_rows_without_a_signature_still_match_by_distance(make_store: StoreFactory) -> None:
+    store = make_store()
+    assert store.add(key="bare", fingerprint=fingerprint(LONG)).inserted
+    decision = store.add(LONG, key="text")
+    assert not decision.inserted and decision.duplicate_of is not None
+    assert decision.duplicate_of.key == "bare" and decision.duplicate_of.measure is None
+
+
+def test_a_batch_decides_like_one_add_at_a_time(make_store: StoreFactory) -> None:
+    rng = random.Random(5)
+    texts = []
+    for _ in range(30):
+        base = _sentence(rng, rng.randint(6, 40))
+        texts += [base, "RT @desk: " + base, _edited(rng, base, 2), _sentence(rng, 12)]
+    rng.shuffle(texts)
+    items = [(f"k{i}", text) for i, text in enumerate(texts)]
+    single = make_store(namespace="single")
+    one_by_one = [single.add(text, key=key) for key, text in items]
+    batched = list(make_store(namespace="batched").add_many(items, batch_size=50))
+
+    def outcome(decisions: list[Any]) -> list[tuple[str, bool, str | None]]:
+        return [
+            (d.key, d.inserted, d.duplicate_of.key if d.duplicate_of else None) for d in decisions
+        ]
+
+    assert outcome(batched) == outcome(one_by_one)
+    assert sum(not d.inserted for d in one_by_one) >= 30  # at least each family's repost
+
+
+def test_remove_and_purge_take_the_band_keys_along(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    store = make_store(keep="1d")
+    now = datetime(2030, 5, 1, 12, 0)
+    store.add(SHORT, key="old", at=now - timedelta(days=2))
+    store.add(LONG, key="gone", at=now)
+    assert _band_key_rows(engine, store.namespace) == 2 * minhash.BANDS
+    assert store.query(SHORT_EDIT, now=now) == []  # the old row is outside the window
+    assert store.remove("gone")
+    assert _band_key_rows(engine, store.namespace) == minhash.BANDS
+    assert store.purge(now=now) == 2  # the old row and its decision
+    assert _band_key_rows(engine, store.namespace) == 0
+
+
+# --- racing processes -----------------------------------------------------------------------------
+
+PROCESSES = 4
+CLUSTERS = 30
+
+
+def _clusters() -> list[list[str]]:
+    """Clusters of short texts that match each other pairwise under the default policy, many of
+    them more than 3 SimHash bits apart (so only the band-key locks can serialise their adds)."""
+    rng = random.Random(2024)
+    clusters = []
+    for _ in range(CLUSTERS):
+        base = _sentence(rng, 14)
+        clusters.append([f"RT @{rng.choice(WORDS)}: {base}" for _ in range(PROCESSES)])
+    return clusters
+
+
+def _race_worker(url: str, namespace: str, items: list[tuple[str, str]], barrier: Any) -> None:
+    store = SimStore(url, namespace=namespace)
+    barrier.wait()
+    for key, text in items:
+        store.add(text, key=key)
+    store.close()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite-file", "postgresql", "mysql"], indirect=True)
+def test_racing_processes_keep_one_text_per_cluster(database_url: str) -> None:
+    clusters = _clusters()
+    far = 0
+    for members in clusters:
+        for i, a in enumerate(members):
+            for b in members[i + 1 :]:
+                assert jaccard(a, b) >= 0.6  # every pair matches under the default policy
+                far += hamming(fingerprint(a), fingerprint(b)) > 3
+    assert far >= 20  # plenty of pairs that the SimHash band locks alone would not serialise
+
+    namespace = f"race-{uuid.uuid4().hex[:8]}"
+    SimStore(database_url, namespace=namespace, auto_upgrade=True).close()
+    per_process = [
+        [(f"c{c}-p{p}", members[p]) for c, members in enumerate(clusters)] for p in range(PROCESSES)
+    ]
+    for p, items in enumerate(per_process):
+        random.Random(p).shuffle(items)
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(PROCESSES)
+    workers = [
+        context.Process(target=_race_worker, args=(database_url, namespace, items, barrier))
+        for items in per_process
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=300)
+        assert worker.exitcode == 0
+
+    store = SimStore(database_url, namespace=namespace)
+    decisions = [[store.get(f"c{c}-p{p}") for p in range(PROCESSES)] for c in range(CLUSTERS)]
+    store.close()
+    assert all(d is not None for cluster in decisions for d in cluster)
+    kept_per_cluster = [sum(d.inserted for d in cluster if d) for cluster in decisions]
+    assert kept_per_cluster == [1] * CLUSTERS
