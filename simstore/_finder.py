@@ -96,6 +96,7 @@ class Finder:
     max_distance: int
     verification: Policy | None
     lookup: str = "auto"  # "bands", "pairs" (radius <= 3) or "auto": the cheaper by table size
+    unsigned_rows: bool = field(default=False, init=False)  # cached once true (it never reverts)
     _rows: int = field(default=0, init=False)
     _rows_read_at: float = field(default=float("-inf"), init=False)
 
@@ -148,13 +149,24 @@ class Finder:
             return None
         return Match(key, value, distance, added_at, policy.measure, round(score, 6))
 
+    def _has_unsigned_rows(self, conn: Connection) -> bool:
+        """Whether the namespace holds rows without a signature (read until it says yes).
+
+        Inside an add it is read after the write locks, so it sees any committed unsigned row.
+        """
+        if not self.unsigned_rows:
+            self.unsigned_rows = bool(
+                prepared.unsigned_rows(conn.dialect).run(conn, {"ns": self.ns_id})[0][0]
+            )
+        return self.unsigned_rows
+
     def _min_bands(self) -> int:
         policy = self.verification
         return policy.min_bands if isinstance(policy, MinHashVerification) else 1
 
     def batch_neighbours(self, items: Sequence[Item]) -> list[list[int]]:
         """For each item, the positions of the earlier items of the batch that are candidates:
-        within its radius, or sharing enough MinHash band keys."""
+        sharing enough MinHash band keys when both are signed, else within its radius."""
         if len(items) < 2:
             return [[] for _ in items]
         values = [item.fingerprint for item in items]
@@ -176,9 +188,10 @@ class Finder:
             holders: dict[int, list[int]] = {}
             for i, item in enumerate(items):
                 shared = Counter(j for key in item.band_keys for j in holders.get(key, ()))
-                extra = [j for j, count in shared.items() if count >= self._min_bands()]
-                if extra:
-                    neighbours[i] = sorted({*neighbours[i], *extra})
+                keyed = {j for j, count in shared.items() if count >= self._min_bands()}
+                if item.band_keys:  # as in find: two signed texts meet by their band keys only
+                    neighbours[i] = [j for j in neighbours[i] if items[j].signature is None]
+                neighbours[i] = sorted({*neighbours[i], *keyed})
                 for key in item.band_keys:
                     holders.setdefault(key, []).append(i)
         return neighbours
@@ -187,35 +200,40 @@ class Finder:
         self, conn: Connection, items: Sequence[Item], moments: Sequence[datetime]
     ) -> list[list[Match]]:
         """For each item, the kept rows that match it, nearest first."""
+        # A signed item finds signed rows through their band keys (SimHash adds nothing measurable
+        # there: benchmarks/quality), so it looks up SimHash bands only for unsigned rows.
+        signed_only = any(item.band_keys for item in items) and not self._has_unsigned_rows(conn)
+        searching = [not (signed_only and item.band_keys) for item in items]
         probes = [band_values(item.fingerprint, item.radius) for item in items]
         plans = {radius: self.uses_pairs(conn, radius) for radius in {i.radius for i in items}}
         by_pairs = [plans[item.radius] for item in items]
         wanted = {
             (b, v)
-            for probe, pairs in zip(probes, by_pairs, strict=True)
-            if not pairs
+            for probe, pairs, search in zip(probes, by_pairs, searching, strict=True)
+            if search and not pairs
             for b, values in probe.items()
             for v in values
         }
         earliest = min(moments)
         stored = self._candidates(conn, sorted(wanted), earliest)
-        for item, pairs in zip(items, by_pairs, strict=True):
-            if pairs:
+        for item, pairs, search in zip(items, by_pairs, searching, strict=True):
+            if search and pairs:
                 stored.update(self._pair_candidates(conn, item, earliest))
         near_ids = self._near(items, probes, stored)
+        by_keys: list[set[int]] = [set() for _ in items]
         if any(item.band_keys for item in items):
             by_keys = self._lsh_candidates(conn, items, earliest)
-            for ids, extra in zip(near_ids, by_keys, strict=True):
-                ids.update(extra)
-        details = self._row_details(conn, set().union(*near_ids))
+        details = self._row_details(conn, set().union(*near_ids, *by_keys))
         found: list[list[Match]] = []
-        for item, moment, ids in zip(items, moments, near_ids, strict=True):
+        for item, moment, near, keyed in zip(items, moments, near_ids, by_keys, strict=True):
             start = window_start(moment, self.keep)
             matches = []
-            for row_id in ids:
+            for row_id in near | keyed:
                 kept = details.get(row_id)
                 if kept is None or (start is not None and kept.added_at < start):
                     continue
+                if item.band_keys and kept.signature is not None and row_id not in keyed:
+                    continue  # two signed texts are candidates by their band keys only
                 match = self.confirm(item, kept)
                 if match is not None:
                     matches.append(match)
@@ -230,9 +248,11 @@ class Finder:
         holders: dict[int, list[int]] = {}
         params = self._window_params(now)
         for chunk in chunks(wanted, prepared.MAX_IN):
-            size = prepared.padded(len(chunk))
+            # one item's keys (the common case) go out unpadded: a fixed shape already
+            size = len(chunk) if len(chunk) == minhash.BANDS else prepared.padded(len(chunk))
             statement = prepared.band_key_lookup(conn.dialect, size, "cutoff" in params)
-            for band_key, row_id in statement.run(conn, {**params, **padded_params("k", chunk)}):
+            values = {f"k{j}": chunk[min(j, len(chunk) - 1)] for j in range(size)}
+            for band_key, row_id in statement.run(conn, {**params, **values}):
                 holders.setdefault(int(band_key), []).append(int(row_id))
         least = self._min_bands()
         found = []

@@ -24,7 +24,7 @@ SCHEME = "minhash-c5-96-24x4-v1"
 NGRAM = 5
 VALUES = 96
 BANDS = 24
-ROWS = 4  # values per band
+ROWS = 4  # values per band: two 64-bit words (band_keys relies on it)
 SIGNATURE_BYTES = VALUES * 4
 GRAMS_PER_PASS = 1 << 16  # bounds memory: a pass holds GRAMS_PER_PASS x VALUES 32-bit images
 
@@ -51,6 +51,9 @@ def _mix(z: _U64) -> _U64:
     return z ^ (z >> _SHIFTS[2])  # type: ignore[no-any-return]
 
 
+_BAND_SEEDS = _mix(np.arange(BANDS, dtype=np.uint64) * _GOLDEN + _SEED)  # one per band number
+
+
 def _pieces(texts: Sequence[str]) -> tuple[list[str], list[int]]:
     """Texts cut into pieces of at most GRAMS_PER_PASS grams (overlapping by NGRAM - 1 characters,
     so the pieces' grams are exactly the text's), with the text each piece belongs to."""
@@ -74,6 +77,12 @@ def _gram_hashes(pieces: Sequence[str]) -> tuple[_U64, npt.NDArray[np.int64]]:
     points = np.frombuffer(
         "".join(pieces).encode("utf-32-le", "surrogatepass"), dtype="<u4"
     ).astype(np.uint64)
+    if len(pieces) == 1 and len(points) >= NGRAM:  # one text: plain slices (most adds, queries)
+        count = len(points) - NGRAM + 1
+        hashes = points[:count]
+        for offset in range(1, NGRAM):
+            hashes = hashes * _POLY + points[offset : offset + count]
+        return _mix(hashes), np.array([count], dtype=np.int64)
     points = np.concatenate([points, np.zeros(NGRAM, dtype=np.uint64)])
     width = np.minimum(lengths, NGRAM)
     counts = np.where(lengths > 0, lengths - width + 1, 0)
@@ -100,22 +109,28 @@ def signatures(texts: Sequence[str]) -> Signatures:
         hashes, counts = _gram_hashes(pieces[first:last])
         present = np.flatnonzero(counts)
         if len(present):
-            x = (hashes >> _HIGH).astype(np.uint32)
-            images = (x[:, None] ^ _PERMUTATIONS[None, :]) * _M32
-            bounds = (np.cumsum(counts) - counts)[present]
-            mins = np.minimum.reduceat(images, bounds, axis=0)
-            np.minimum.at(result, np.asarray(owners[first:last])[present], mins)
+            images = np.bitwise_xor.outer((hashes >> _HIGH).astype(np.uint32), _PERMUTATIONS)
+            images *= _M32
+            if last - first == 1:
+                np.minimum(result[owners[first]], images.min(axis=0), out=result[owners[first]])
+            else:
+                bounds = (np.cumsum(counts) - counts)[present]
+                mins = np.minimum.reduceat(images, bounds, axis=0)
+                np.minimum.at(result, np.asarray(owners[first:last])[present], mins)
         first = last
     return result
 
 
 def band_keys(signed: Signatures) -> npt.NDArray[np.int64]:
-    """(n, BANDS) signed 64-bit keys: each band's ROWS values hashed together with its number."""
-    values = signed.reshape(len(signed), BANDS, ROWS).astype(np.uint64)
-    keys = np.broadcast_to(np.arange(BANDS, dtype=np.uint64) ^ _SEED, values.shape[:2]).copy()
-    for j in range(ROWS):
-        keys = _mix((keys ^ values[:, :, j]) + _GOLDEN)
-    return keys.view(np.int64)  # type: ignore[no-any-return]
+    """(n, BANDS) signed 64-bit keys: each band's ROWS values hashed together with its number.
+
+    A band's four 32-bit values are read as two 64-bit words (little-endian, as stored); any good
+    64-bit hash of them serves, since two bands share a key only when their values are equal.
+    """
+    words = np.ascontiguousarray(signed, dtype="<u4").view("<u8").reshape(len(signed), BANDS, 2)
+    low, high = words[:, :, 0].astype(np.uint64), words[:, :, 1].astype(np.uint64)
+    keys = _mix(_mix(low ^ _BAND_SEEDS) + high * _GOLDEN)
+    return keys.view(np.int64)
 
 
 def to_bytes(signature: Signatures) -> bytes:

@@ -46,6 +46,10 @@ namespaces = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     # bumped by every write transaction on SQLite and MySQL: taking this row's lock is the mutex
     sa.Column("write_count", sa.BigInteger, nullable=False, server_default="0"),
+    # whether any row was kept without a MinHash signature (from a fingerprint, under another
+    # policy, or before signatures existed): only then must MinHash queries look up SimHash bands
+    # too. It only ever turns true.
+    sa.Column("unsigned_rows", sa.Boolean, nullable=False, server_default=sa.true()),
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",
 )

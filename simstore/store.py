@@ -1,7 +1,9 @@
 """SimStore: remember fingerprints durably and answer "have I seen something almost identical?".
 
 One row per kept fingerprint (full value as a signed BIGINT plus four indexed 16-bit bands). A
-query unions band-equality lookups (``simstore.probes``) and computes Hamming distances in Python.
+query unions band-equality lookups (``simstore.probes``) and computes Hamming distances in Python;
+under the default verification it also looks up MinHash band keys (``simstore.minhash``,
+``simstore.verify``) and decides candidates by similarity.
 Adds are check-then-insert under the locks of ``simstore.locking``, so two near-duplicates added at
 the same moment leave exactly one kept. Every add is logged in ``simstore_decisions``.
 
@@ -272,6 +274,7 @@ class SimStore:
                             partition_seconds=self._partition_seconds,
                             created_with=__version__,
                             created_at=utc_naive(None),
+                            unsigned_rows=False,
                         )
                     )
             except exc.IntegrityError:
@@ -530,6 +533,9 @@ class SimStore:
             decided[item.key] = decision
             out.append(decision)
         if new_rows:
+            if not self._finder.unsigned_rows and any(row[-1] is None for row in new_rows):
+                prepared.mark_unsigned(conn.dialect).run(conn, {"ns": self._ns_id})
+                self._finder.unsigned_rows = True  # only ever turns true: safe if rolled back
             prepared.insert_into(conn.dialect, fingerprints).run_rows(conn, new_rows)
         if signed_items:
             self._insert_band_keys(conn, signed_items)

@@ -78,14 +78,15 @@ class MinHashVerification:
     """The default policy: MinHash-LSH finds candidates of every text, a similarity decides.
 
     Every text gets a MinHash signature over its character 5-grams (``simstore.minhash``), kept
-    in its row, and 24 band keys, kept in ``simstore_minhash``. A kept text is a candidate when
-    it shares at least ``min_bands`` band keys with the new one, or lies within the store's
-    SimHash radius. When both texts are shorter than ``short_length`` normalised characters (their
-    texts are kept), a candidate whose signature estimate reaches ``prefilter`` is decided by the
-    exact ``measure`` (Jaccard over character 3-grams by default) >= ``threshold``; otherwise by
-    the signature's estimate of the 5-gram Jaccard similarity >= ``long_threshold``. Rows without
-    a signature (kept from a fingerprint, or before simstore 0.4) are decided by SimHash distance.
-    Defaults measured on ``benchmarks/quality``: F1 >= 0.96 in every group, precision ~1.0.
+    in its row, and 24 band keys, kept in ``simstore_minhash``. A kept text with a signature is a
+    candidate when it shares at least ``min_bands`` band keys with the new one; a row without one
+    (kept from a fingerprint, or before simstore 0.2) when it lies within the store's SimHash
+    radius, and then the distance decides. When both texts are shorter than ``short_length``
+    normalised characters (their texts are kept), a candidate whose signature estimate reaches
+    ``prefilter`` is decided by the exact ``measure`` (Jaccard over character 3-grams by default)
+    >= ``threshold``; otherwise by the signature's estimate of the 5-gram Jaccard similarity >=
+    ``long_threshold``. Defaults measured on ``benchmarks/quality``: F1 >= 0.96 in every group,
+    precision ~1.0.
     """
 
     short_length: int = 300

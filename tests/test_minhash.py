@@ -187,6 +187,15 @@ def test_rows_without_a_signature_still_match_by_distance(make_store: StoreFacto
     assert decision.duplicate_of.key == "bare" and decision.duplicate_of.measure is None
 
 
+def test_a_row_kept_without_a_signature_elsewhere_is_seen_by_an_open_store(
+    make_store: StoreFactory,
+) -> None:
+    reader = make_store()
+    assert reader.query(LONG) == []  # the namespace has only signed rows so far (none at all)
+    make_store().add(key="bare", fingerprint=fingerprint(LONG))  # another store, no signature
+    assert [m.key for m in reader.query(LONG)] == ["bare"]
+
+
 def test_a_batch_decides_like_one_add_at_a_time(make_store: StoreFactory) -> None:
     rng = random.Random(5)
     texts = []

@@ -28,6 +28,7 @@ from tests.conftest import new_server_database
 FROZEN = sorted((Path(__file__).parent / "data" / "frozen").glob("*.json"))
 EVERY_FROZEN = pytest.mark.parametrize("manifest_path", FROZEN, ids=[path.stem for path in FROZEN])
 COPIED_TABLES = ("simstore_namespaces", "simstore_fingerprints", "simstore_decisions")
+SIDE_TABLES = ("simstore_minhash",)  # copied when the revision has them (0004 on)
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -118,15 +119,18 @@ def _copy_rows(source_url: str, target_url: str) -> None:
     """Copy simstore's rows as they are (ids included) between databases at one revision."""
     source, target = sa.create_engine(source_url), sa.create_engine(target_url)
     try:
+        present = set(sa.inspect(source).get_table_names())
+        tables = [*COPIED_TABLES, *(name for name in SIDE_TABLES if name in present)]
         old, new = sa.MetaData(), sa.MetaData()
-        old.reflect(source, only=COPIED_TABLES)
-        new.reflect(target, only=COPIED_TABLES)
+        old.reflect(source, only=tables)
+        new.reflect(target, only=tables)
         with source.connect() as reading, target.begin() as writing:
-            for name in COPIED_TABLES:
+            for name in tables:
                 rows = [dict(row._mapping) for row in reading.execute(sa.select(old.tables[name]))]
                 if rows:
                     writing.execute(sa.insert(new.tables[name]), rows)
-                if writing.dialect.name == "postgresql":  # the ids were given: move the sequence on
+                if writing.dialect.name == "postgresql" and "id" in new.tables[name].c:
+                    # the ids were given: move the sequence on
                     writing.execute(
                         sa.text(
                             f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), "

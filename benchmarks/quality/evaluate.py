@@ -45,7 +45,7 @@ from build_dataset import Pair
 
 import simstore
 from simstore import similarity
-from simstore.verify import Verification
+from simstore.verify import MinHashVerification, Verification
 
 GROUPS = ("zh-short", "zh-long", "en-short", "en-long")  # the four the targets are about
 EXTRA = ("zh-mid", "en-mid")
@@ -126,7 +126,10 @@ def group_scores(
 
 STORE_POLICIES: dict[str, dict[str, object]] = {
     "default (MinHashVerification())": {},
-    "Verification() (SimHash-only, before 0.4)": {"verification": Verification()},
+    "MinHashVerification(threshold=0.8, long_threshold=0.8)": {
+        "verification": MinHashVerification(threshold=0.8, long_threshold=0.8)
+    },
+    "Verification() (SimHash-only, before 0.2)": {"verification": Verification()},
     "verification=None (plain k = 3)": {"verification": None},
 }
 

@@ -5,7 +5,8 @@ Revises: 0003_settings
 Create Date: 2026-11-30
 
 Self-contained on purpose: a migration never imports live simstore code. Existing rows get no
-signature; the store decides them by SimHash distance, as before.
+signature; the store decides them by SimHash distance, as before, and existing namespaces are
+marked as holding such rows (``unsigned_rows``), so MinHash queries keep looking them up.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     op.add_column("simstore_fingerprints", sa.Column("signature", sa.LargeBinary, nullable=True))
+    # existing namespaces may hold rows without signatures: true until proven otherwise
+    op.add_column(
+        "simstore_namespaces",
+        sa.Column("unsigned_rows", sa.Boolean, nullable=False, server_default=sa.true()),
+    )
     op.create_table(
         "simstore_minhash",
         sa.Column("band_key", sa.BigInteger, nullable=False),
@@ -42,3 +48,5 @@ def downgrade() -> None:
     op.drop_table("simstore_minhash")
     with op.batch_alter_table("simstore_fingerprints") as batch:
         batch.drop_column("signature")
+    with op.batch_alter_table("simstore_namespaces") as batch:
+        batch.drop_column("unsigned_rows")
