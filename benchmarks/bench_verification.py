@@ -29,6 +29,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +141,18 @@ def fill(path: Path, texts: list[str]) -> None:
     print()
 
 
+def restore(store: SimStore, path: Path, run: int | str, adds: int) -> None:
+    """Leave a reused file as ``fill`` wrote it: the added keys go, and the namespace is marked
+    signed-only again (the other policies' adds kept rows without signatures)."""
+    for j in range(len(POLICIES)):
+        for i in range(adds):
+            store.remove(f"add-{run}-{j}-{i}")
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute("UPDATE simstore_namespaces SET unsigned_rows = 0")
+    connection.close()
+
+
 def report(label: str, samples: dict[str, list[float]], reference: str) -> None:
     base = percentile(samples[reference], 0.5)
     print(f"\n{label}: p50 / p99 us, p50 ratio to {reference}")
@@ -197,13 +210,15 @@ def main() -> None:
         ]
         # the default's adds first: the others keep unsigned rows, and one unsigned row makes
         # the namespace's MinHash queries look up SimHash bands as well (see simstore.verify)
+        run = uuid.uuid4().hex[:8]
         for j, name in enumerate(stores):
             for i, text in enumerate(new):
-                key = f"add-{j}-{i}"
+                key = f"add-{run}-{j}-{i}"
                 add_us[name] += timed([lambda s=stores[name], t=text, k=key: s.add(t, key=k)])
         report(f"add(text), {args.adds} texts, one transaction each", add_us, POLICIES_REF)
         sizes = [len(t) for t in texts]
         print(f"\nquery texts: median {int(np.median(sizes))} characters")
+        restore(stores["default (MinHash)"], path, run, len(new))
         for store in stores.values():
             store.close()
 

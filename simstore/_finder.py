@@ -29,6 +29,7 @@ from simstore.verify import MinHashVerification, Policy
 
 LOOKUPS = ("auto", "bands", "pairs")
 ROWS_REFRESH_SECONDS = 60.0
+UNSIGNED_REFRESH_SECONDS = 1.0
 
 
 @dataclass
@@ -97,6 +98,7 @@ class Finder:
     verification: Policy | None
     lookup: str = "auto"  # "bands", "pairs" (radius <= 3) or "auto": the cheaper by table size
     unsigned_rows: bool = field(default=False, init=False)  # cached once true (it never reverts)
+    _unsigned_read_at: float = field(default=float("-inf"), init=False)
     _rows: int = field(default=0, init=False)
     _rows_read_at: float = field(default=float("-inf"), init=False)
 
@@ -149,15 +151,18 @@ class Finder:
             return None
         return Match(key, value, distance, added_at, policy.measure, round(score, 6))
 
-    def _has_unsigned_rows(self, conn: Connection) -> bool:
+    def _has_unsigned_rows(self, conn: Connection, fresh: bool) -> bool:
         """Whether the namespace holds rows without a signature (read until it says yes).
 
-        Inside an add it is read after the write locks, so it sees any committed unsigned row.
+        An add reads it (``fresh``) after its write locks, so it sees any committed unsigned row;
+        a query, which has no isolation from concurrent adds anyway, re-reads it every second.
         """
-        if not self.unsigned_rows:
-            self.unsigned_rows = bool(
-                prepared.unsigned_rows(conn.dialect).run(conn, {"ns": self.ns_id})[0][0]
-            )
+        if self.unsigned_rows:
+            return True
+        if fresh or time.monotonic() - self._unsigned_read_at > UNSIGNED_REFRESH_SECONDS:
+            statement = prepared.unsigned_rows(conn.dialect)
+            self.unsigned_rows = bool(statement.run(conn, {"ns": self.ns_id})[0][0])
+            self._unsigned_read_at = time.monotonic()
         return self.unsigned_rows
 
     def _min_bands(self) -> int:
@@ -197,12 +202,18 @@ class Finder:
         return neighbours
 
     def find(
-        self, conn: Connection, items: Sequence[Item], moments: Sequence[datetime]
+        self,
+        conn: Connection,
+        items: Sequence[Item],
+        moments: Sequence[datetime],
+        fresh: bool = True,
     ) -> list[list[Match]]:
-        """For each item, the kept rows that match it, nearest first."""
+        """For each item, the kept rows that match it, nearest first (``fresh``: inside an add)."""
         # A signed item finds signed rows through their band keys (SimHash adds nothing measurable
         # there: benchmarks/quality), so it looks up SimHash bands only for unsigned rows.
-        signed_only = any(item.band_keys for item in items) and not self._has_unsigned_rows(conn)
+        signed_only = any(item.band_keys for item in items) and not self._has_unsigned_rows(
+            conn, fresh
+        )
         searching = [not (signed_only and item.band_keys) for item in items]
         probes = [band_values(item.fingerprint, item.radius) for item in items]
         plans = {radius: self.uses_pairs(conn, radius) for radius in {i.radius for i in items}}
@@ -247,6 +258,13 @@ class Finder:
         wanted = sorted({key for item in items for key in item.band_keys})
         holders: dict[int, list[int]] = {}
         params = self._window_params(now)
+        least = self._min_bands()
+        if len(items) == 1 and len(wanted) == minhash.BANDS:
+            # one item (every query, every single add): the database counts the shared keys
+            statement = prepared.band_key_groups(conn.dialect, len(wanted), "cutoff" in params)
+            values = {f"k{j}": key for j, key in enumerate(wanted)}
+            rows = statement.run(conn, {**params, **values, "least": least})
+            return [{int(row[0]) for row in rows}]
         for chunk in chunks(wanted, prepared.MAX_IN):
             # one item's keys (the common case) go out unpadded: a fixed shape already
             size = len(chunk) if len(chunk) == minhash.BANDS else prepared.padded(len(chunk))
@@ -254,7 +272,6 @@ class Finder:
             values = {f"k{j}": chunk[min(j, len(chunk) - 1)] for j in range(size)}
             for band_key, row_id in statement.run(conn, {**params, **values}):
                 holders.setdefault(int(band_key), []).append(int(row_id))
-        least = self._min_bands()
         found = []
         for item in items:
             shared = Counter(row_id for key in item.band_keys for row_id in holders.get(key, ()))

@@ -301,6 +301,21 @@ def band_key_lookup(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared
     return _cached(("band_keys", count, windowed), dialect, build)
 
 
+def band_key_groups(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared:
+    """Row ids sharing at least ``least`` of the MinHash band keys ``k0``.. (namespace ``ns``)."""
+
+    def build() -> ClauseElement:
+        names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
+        query = sa.select(minhash_keys.c.fp_id).where(
+            minhash_keys.c.band_key.in_(names), minhash_keys.c.ns_id == sa.bindparam("ns")
+        )
+        if windowed:
+            query = query.where(minhash_keys.c.part >= sa.bindparam("cutoff"))
+        return query.group_by(minhash_keys.c.fp_id).having(sa.func.count() >= sa.bindparam("least"))
+
+    return _cached(("band_key_groups", count, windowed), dialect, build)
+
+
 def ids_by_key(dialect: sa.Dialect, count: int) -> Prepared:
     """Id and key of the kept rows of ``count`` keys (parameters ``ns`` and ``k0``..)."""
 

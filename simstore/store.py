@@ -398,7 +398,7 @@ class SimStore:
             raise InvalidInput(f"limit must be a positive int, got {limit!r}")
         item = self._items([("query", text, fingerprint)], max_distance)[0]
         with self._reading() as conn:
-            matches = self._finder.find(conn, [item], [self._now(now)])[0]
+            matches = self._finder.find(conn, [item], [self._now(now)], fresh=False)[0]
         return matches[:limit] if limit else matches
 
     # --- public API: add --------------------------------------------------------------------------

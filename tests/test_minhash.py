@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from simstore import fingerprint, hamming, minhash
+from simstore import _finder, fingerprint, hamming, minhash
 from simstore._algorithms import default_normalise
 from simstore.errors import InvalidInput
 from simstore.similarity import char_ngrams, jaccard
@@ -188,12 +188,21 @@ def test_rows_without_a_signature_still_match_by_distance(make_store: StoreFacto
 
 
 def test_a_row_kept_without_a_signature_elsewhere_is_seen_by_an_open_store(
-    make_store: StoreFactory,
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reader = make_store()
     assert reader.query(LONG) == []  # the namespace has only signed rows so far (none at all)
     make_store().add(key="bare", fingerprint=fingerprint(LONG))  # another store, no signature
+    decision = reader.add(LONG, key="text")  # an add reads the namespace's state under its lock
+    assert decision.duplicate_of is not None and decision.duplicate_of.key == "bare"
     assert [m.key for m in reader.query(LONG)] == ["bare"]
+    # a store that has only queried re-reads the namespace's state at most once a second
+    monkeypatch.setattr(_finder, "UNSIGNED_REFRESH_SECONDS", 0.0)
+    fresh_namespace = f"q-{uuid.uuid4().hex[:8]}"
+    querying = make_store(namespace=fresh_namespace)
+    assert querying.query(SHORT) == []
+    make_store(namespace=fresh_namespace).add(key="bare-short", fingerprint=fingerprint(SHORT))
+    assert [m.key for m in querying.query(SHORT)] == ["bare-short"]
 
 
 def test_a_batch_decides_like_one_add_at_a_time(make_store: StoreFactory) -> None:
