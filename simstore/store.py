@@ -362,7 +362,7 @@ class SimStore:
         if explicit is not None:
             item.radius = explicit
         elif isinstance(self.verification, MinHashVerification):
-            normalised = default_normalise(text)
+            normalised = default_normalise(self.verification.prepare(text))
             item.radius = self.max_distance
             short = len(normalised) < self.verification.short_length
             item.text = normalised if short else None

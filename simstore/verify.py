@@ -15,9 +15,13 @@ near-duplicates (wide radii cost hundreds of seeks), hence the MinHash default.
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from simstore._algorithms import default_normalise
 from simstore.errors import InvalidInput
 from simstore.similarity import cosine, edit_ratio, jaccard
 
@@ -95,6 +99,8 @@ class MinHashVerification:
     prefilter: float = 0.35
     long_threshold: float = 0.55
     min_bands: int = 2
+    strip_social: bool = False  # drop URLs, @mentions and repost markers before comparing
+    fold_traditional: bool = False  # compare traditional Chinese as simplified (OpenCC, [zh])
 
     def __post_init__(self) -> None:
         if self.measure not in MEASURES:
@@ -105,10 +111,46 @@ class MinHashVerification:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
                 raise InvalidInput(f"{name} must be an int >= {lowest}, got {value!r}")
+        for name in ("strip_social", "fold_traditional"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidInput(f"{name} must be True or False")
+        if self.fold_traditional:
+            _traditional_folder()  # fail now, not at the first add, when OpenCC is missing
 
     def score(self, a: str, b: str) -> float:
         """Similarity of two normalised texts under the policy's exact measure."""
         return _score(self.measure, a, b)
+
+    def prepare(self, text: str) -> str:
+        """The text as the policy compares it (before simstore's normalisation): social-media
+        markers stripped and traditional characters folded, when asked. A text that would be left
+        empty is kept whole, so that two bare links never look identical."""
+        prepared = text
+        if self.strip_social:
+            prepared = _SOCIAL.sub(" ", prepared)
+        if self.fold_traditional:
+            prepared = _traditional_folder()(prepared)
+        return prepared if default_normalise(prepared) else text
+
+
+# Social-media markers that say nothing about the content: links, repost and reply markers
+# ("RT @a:", "via @a", "//@a:", "转发微博", "回复@a:") and @mentions (not an e-mail address).
+_SOCIAL = re.compile(
+    r"https?://\S+|www\.\S+"
+    r"|(?:\bRT\b|\bvia\b|//|回复)?\s*(?<![A-Za-z0-9._%+\-])@[\w.\-]+[:：]?"
+    r"|\bRT\b[:：]?|转发(?:微博)?[:：]?",
+    re.IGNORECASE,
+)
+
+
+@functools.cache
+def _traditional_folder() -> Callable[[str], str]:
+    try:
+        import opencc
+    except ImportError:
+        raise InvalidInput("fold_traditional needs OpenCC: pip install 'simstore[zh]'") from None
+    convert: Callable[[str], str] = opencc.OpenCC("t2s").convert
+    return convert
 
 
 Policy = Verification | MinHashVerification

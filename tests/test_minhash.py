@@ -302,3 +302,41 @@ def test_racing_processes_keep_one_text_per_cluster(database_url: str) -> None:
     assert all(d is not None for cluster in decisions for d in cluster)
     kept_per_cluster = [sum(d.inserted for d in cluster if d) for cluster in decisions]
     assert kept_per_cluster == [1] * CLUSTERS
+
+
+# --- optional normalisations --------------------------------------------------------------------
+
+POST = "Night market on Harbour Street reopens Friday."
+REPOST = f"RT @citydesk_official: {POST} https://t.co/Xy12abCDef34 via @harbour_news"
+SIMPLIFIED = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。"
+TRADITIONAL = "今天天氣很好，我們一起去公園散步，順便看看湖邊新開的花。"
+
+
+def test_social_markers_are_stripped_when_asked(make_store: StoreFactory) -> None:
+    plain = jaccard(POST, REPOST)
+    assert plain < MinHashVerification().threshold  # without stripping: not a duplicate
+    store = make_store(verification=MinHashVerification(strip_social=True))
+    store.add(POST, key="post")
+    decision = store.add(REPOST, key="repost")
+    assert decision.duplicate_of is not None and decision.duplicate_of.key == "post"
+    assert decision.duplicate_of.score is not None and decision.duplicate_of.score > 0.95
+    assert make_store(namespace="plain").add(POST, key="post").inserted
+    assert make_store(namespace="plain").add(REPOST, key="repost").inserted
+
+
+def test_links_alone_are_not_stripped_to_nothing() -> None:
+    policy = MinHashVerification(strip_social=True)
+    assert policy.prepare("https://example.com/a") == "https://example.com/a"
+    assert policy.prepare("write to bob@example.com today") == "write to bob@example.com today"
+
+
+def test_traditional_chinese_is_folded_when_asked(make_store: StoreFactory) -> None:
+    assert jaccard(SIMPLIFIED, TRADITIONAL) < 0.55  # different characters, same text
+    store = make_store(verification=MinHashVerification(fold_traditional=True))
+    store.add(SIMPLIFIED, key="s")
+    decision = store.add(TRADITIONAL, key="t")
+    assert decision.duplicate_of is not None and decision.duplicate_of.key == "s"
+    assert decision.duplicate_of.score == 1.0
+    assert store.kept_text("s") == default_normalise(SIMPLIFIED)
+    assert make_store(namespace="unfolded").add(SIMPLIFIED, key="s").inserted
+    assert make_store(namespace="unfolded").add(TRADITIONAL, key="t").inserted

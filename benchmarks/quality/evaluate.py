@@ -126,6 +126,9 @@ def group_scores(
 
 STORE_POLICIES: dict[str, dict[str, object]] = {
     "default (MinHashVerification())": {},
+    "MinHashVerification(strip_social=True, fold_traditional=True)": {
+        "verification": MinHashVerification(strip_social=True, fold_traditional=True)
+    },
     "MinHashVerification(threshold=0.8, long_threshold=0.8)": {
         "verification": MinHashVerification(threshold=0.8, long_threshold=0.8)
     },
