@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 from simstore import _prepared as prepared
 from simstore import minhash
 from simstore._match import EXACT_BAND_RADIUS, near_pairs
-from simstore.encoding import BAND_COUNT, bands, from_signed
+from simstore.encoding import BAND_COUNT, MASK64, bands, from_signed
 from simstore.probes import PAIR_MAX_RADIUS, band_values, pair_plan, prefers_pairs
 from simstore.results import Match
 from simstore.retention import partition_of, window_start
@@ -292,7 +292,7 @@ class Finder:
         shape = tuple(pair_plan(item.radius))
         statement = prepared.pair_lookup(conn.dialect, shape, "cutoff" in params)
         params.update(prepared.pair_params(shape, bands(item.fingerprint)))
-        return {int(row[0]): from_signed(int(row[1])) for row in statement.run(conn, params)}
+        return {row_id: value & MASK64 for row_id, value in statement.run(conn, params)}
 
     def _candidates(
         self, conn: Connection, wanted: Sequence[tuple[int, int]], now: datetime
@@ -306,7 +306,7 @@ class Finder:
             shape = tuple((band, 1) for band, _value in wanted)
             params.update({f"v{i}_0": value for i, (_band, value) in enumerate(wanted)})
             statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
-            return {int(row[0]): from_signed(int(row[1])) for row in statement.run(conn, params)}
+            return {row_id: value & MASK64 for row_id, value in statement.run(conn, params)}
         per_band: dict[int, set[int]] = {}
         for band, value in wanted:
             per_band.setdefault(band, set()).add(value)
@@ -326,8 +326,8 @@ class Finder:
                 values.update(padded_params(f"v{i}_", chunk))
             shape = tuple((band, prepared.padded(len(chunk))) for band, chunk in group)
             statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
-            for row in statement.run(conn, values):
-                found[int(row[0])] = from_signed(int(row[1]))
+            for row_id, value in statement.run(conn, values):
+                found[row_id] = value & MASK64
         return found
 
     @staticmethod

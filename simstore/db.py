@@ -70,6 +70,10 @@ def create_engine_for(url: str | URL) -> Engine:
             raise DatabaseUnavailable(
                 f"cannot open {redact(parsed)}: folder {Path(database).parent} does not exist"
             )
+        else:
+            # SimStore keeps one query connection per reading thread (SimStore._query_connection):
+            # never make writers wait for the pool because of them
+            kwargs["max_overflow"] = -1
     else:
         kwargs["pool_pre_ping"] = True
         if backend in ("mysql", "mariadb") and "charset" not in parsed.query:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 import uuid
 from datetime import datetime, timedelta
 
@@ -234,3 +235,30 @@ def test_stats_counts_match_the_tables(make_store: StoreFactory, engine: Engine)
             {"ns": store.namespace},
         ).scalar_one()
     assert stats.kept == kept == 3 and stats.duplicates == 6 and stats.decisions == 9
+
+
+def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: object) -> None:
+    """Each querying thread keeps a connection of its own (SimStore._query_connection): they
+    all see rows committed after they first queried, and more threads than the pool's size never
+    starve a writer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = SimStore(f"sqlite:///{tmp_path}/threads.db")
+    rng = random.Random(9)
+    values = [rng.getrandbits(64) for _ in range(60)]
+
+    barrier = threading.Barrier(20)
+
+    def reader(start: int) -> list[int]:
+        barrier.wait(timeout=60)  # 20 distinct threads, each holding a connection
+        seen = []
+        for value in values[start::20]:
+            seen.append(len(store.query(fingerprint=value, max_distance=0)))
+        return seen
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        assert all(count == 0 for counts in pool.map(reader, range(20)) for count in counts)
+        for i, value in enumerate(values):  # the 20 reader threads keep their connections
+            assert store.add(key=f"k{i}", fingerprint=value).inserted
+        assert all(count == 1 for counts in pool.map(reader, range(20)) for count in counts)
+    store.close()
