@@ -8,6 +8,7 @@ padded to power-of-two sizes so that the number of distinct shapes (cached state
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -34,6 +35,8 @@ class Prepared:
         self.sql = str(compiled)
         self.names = list(compiled.binds)  # bind parameter names, in the order they were declared
         self._order = list(compiled.positiontup or []) if dialect.positional else None
+        # positional drivers: the values in statement order, picked by one C-level call
+        self._pick = operator.itemgetter(*self._order) if self._order else None
         # the conversions SQLAlchemy would apply (e.g. datetimes to SQLite's text format)
         self._convert = {
             name: processor
@@ -47,7 +50,10 @@ class Prepared:
                 name: self._convert[name](value) if name in self._convert else value
                 for name, value in values.items()
             }
-        return dict(values) if self._order is None else tuple(values[n] for n in self._order)
+        if self._pick is None:
+            return dict(values) if self._order is None else ()
+        picked = self._pick(values)
+        return picked if len(self._order or ()) > 1 else (picked,)
 
     def run(self, conn: Connection, values: Mapping[str, Any]) -> list[Any]:
         """Execute once on the DBAPI cursor; rows come back as the driver gives them."""
@@ -183,16 +189,29 @@ def pair_lookup(
     return _cached(("pairs", shape, windowed), dialect, build)
 
 
+_FLIPS = tuple(1 << j for j in range(BAND_BITS))
+# per half i: the names of its own values and of its one-bit flips (built once, not per query)
+_PAIR_NAMES = [
+    (
+        f"h{i}",
+        f"l{i}",
+        [f"hf{i}_{j}" for j in range(BAND_BITS)],
+        [f"lf{i}_{j}" for j in range(BAND_BITS)],
+    )
+    for i in range(len(PAIRS))
+]
+
+
 def pair_params(shape: tuple[tuple[int, int], ...], own: Sequence[int]) -> dict[str, int]:
     """Bind values of ``pair_lookup(shape)`` for a fingerprint with band values ``own``."""
     values: dict[str, int] = {}
     for i, (pair, radius) in enumerate(shape):
         high, low = (own[band] for band in PAIRS[pair])
-        values[f"h{i}"], values[f"l{i}"] = high, low
+        high_name, low_name, high_flips, low_flips = _PAIR_NAMES[i]
+        values[high_name], values[low_name] = high, low
         if radius:
-            for j in range(BAND_BITS):
-                values[f"hf{i}_{j}"] = high ^ (1 << j)
-                values[f"lf{i}_{j}"] = low ^ (1 << j)
+            values.update(zip(high_flips, [high ^ flip for flip in _FLIPS], strict=True))
+            values.update(zip(low_flips, [low ^ flip for flip in _FLIPS], strict=True))
     return values
 
 
