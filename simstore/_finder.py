@@ -226,7 +226,9 @@ class Finder:
             for v in values
         }
         earliest = min(moments)
-        stored = self._candidates(conn, sorted(wanted), earliest)
+        stored = self._candidates(
+            conn, sorted(wanted), earliest, items[0] if len(items) == 1 else None
+        )
         for item, pairs, search in zip(items, by_pairs, searching, strict=True):
             if search and pairs:
                 stored.update(self._pair_candidates(conn, item, earliest))
@@ -295,9 +297,14 @@ class Finder:
         return {row_id: value & MASK64 for row_id, value in statement.run(conn, params)}
 
     def _candidates(
-        self, conn: Connection, wanted: Sequence[tuple[int, int]], now: datetime
+        self,
+        conn: Connection,
+        wanted: Sequence[tuple[int, int]],
+        now: datetime,
+        only: Item | None = None,
     ) -> dict[int, int]:
-        """Rows (id -> unsigned fingerprint) having one of the (band, value) pairs ``wanted``."""
+        """Rows (id -> unsigned fingerprint) having one of the (band, value) pairs ``wanted``;
+        with ``only`` (a single item), just those within its radius."""
         if not wanted:  # every item went through the pair plan
             return {}
         params = self._window_params(now)
@@ -306,7 +313,15 @@ class Finder:
             shape = tuple((band, 1) for band, _value in wanted)
             params.update({f"v{i}_0": value for i, (_band, value) in enumerate(wanted)})
             statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
-            return {row_id: value & MASK64 for row_id, value in statement.run(conn, params)}
+            rows = statement.run(conn, params)
+            if only is not None:  # most of a single query's candidates are far: drop them here
+                query, radius = only.fingerprint, only.radius
+                return {
+                    row_id: value & MASK64
+                    for row_id, value in rows
+                    if ((value ^ query) & MASK64).bit_count() <= radius
+                }
+            return {row_id: value & MASK64 for row_id, value in rows}
         per_band: dict[int, set[int]] = {}
         for band, value in wanted:
             per_band.setdefault(band, set()).add(value)
