@@ -76,6 +76,40 @@ class BandIndex:
         return found
 
 
+class BatchIndex:
+    """The items of a batch kept so far, indexed to find the next item's candidates among them.
+
+    Only kept items go in: a batch of thousands of copies of one text then holds one entry per
+    band and key, and every item's lookup stays small (all-pairs joins went quadratic there).
+    Candidates follow ``Finder.find``: two signed texts by their band keys, otherwise the radius.
+    """
+
+    def __init__(self, min_bands: int) -> None:
+        self._least = min_bands
+        self._bands = BandIndex()
+        self._keys: dict[int, list[int]] = {}
+        self._kept: dict[int, Item] = {}
+
+    def add(self, position: int, item: Item) -> None:
+        self._kept[position] = item
+        self._bands.add(position, item.fingerprint)
+        for key in item.band_keys:
+            self._keys.setdefault(key, []).append(position)
+
+    def candidates(self, item: Item) -> list[int]:
+        """Positions of the kept items that ``item`` must be confirmed against."""
+        found = {
+            position
+            for position in self._bands.lookup(band_values(item.fingerprint, item.radius))
+            if (self._kept[position].fingerprint ^ item.fingerprint).bit_count() <= item.radius
+            and not (item.band_keys and self._kept[position].signature is not None)
+        }
+        if item.band_keys:
+            shared = Counter(j for key in item.band_keys for j in self._keys.get(key, ()))
+            found.update(j for j, count in shared.items() if count >= self._least)
+        return sorted(found)
+
+
 def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for first in range(0, len(values), size):
         yield values[first : first + size]
@@ -169,37 +203,9 @@ class Finder:
         policy = self.verification
         return policy.min_bands if isinstance(policy, MinHashVerification) else 1
 
-    def batch_neighbours(self, items: Sequence[Item]) -> list[list[int]]:
-        """For each item, the positions of the earlier items of the batch that are candidates:
-        sharing enough MinHash band keys when both are signed, else within its radius."""
-        if len(items) < 2:
-            return [[] for _ in items]
-        values = [item.fingerprint for item in items]
-        neighbours: list[list[int]] = []
-        if all(item.radius <= EXACT_BAND_RADIUS for item in items):
-            found = near_pairs(values, [item.radius for item in items], values)
-            neighbours = [[j for j in near if j < i] for i, near in enumerate(found)]
-        else:
-            index = BandIndex()
-            for i, item in enumerate(items):
-                near = index.lookup(band_values(item.fingerprint, item.radius))
-                neighbours.append(
-                    sorted(
-                        j for j in near if (values[j] ^ item.fingerprint).bit_count() <= item.radius
-                    )
-                )
-                index.add(i, item.fingerprint)
-        if any(item.band_keys for item in items):
-            holders: dict[int, list[int]] = {}
-            for i, item in enumerate(items):
-                shared = Counter(j for key in item.band_keys for j in holders.get(key, ()))
-                keyed = {j for j, count in shared.items() if count >= self._min_bands()}
-                if item.band_keys:  # as in find: two signed texts meet by their band keys only
-                    neighbours[i] = [j for j in neighbours[i] if items[j].signature is None]
-                neighbours[i] = sorted({*neighbours[i], *keyed})
-                for key in item.band_keys:
-                    holders.setdefault(key, []).append(i)
-        return neighbours
+    def batch_index(self) -> BatchIndex:
+        """An empty index of a batch's kept items (``BatchIndex``), under this policy."""
+        return BatchIndex(self._min_bands())
 
     def find(
         self,

@@ -503,7 +503,7 @@ class SimStore:
         """
         earlier = self._decisions_of(conn, [item.key for item in items])
         found = self._finder.find(conn, items, moments)
-        neighbours = self._finder.batch_neighbours(items)
+        kept_so_far = self._finder.batch_index()
         signed_items: list[tuple[str, int, tuple[int, ...]]] = []  # kept: key, part, band keys
         kept_at: dict[int, datetime] = {}  # batch position -> time, of the items kept so far
         decided: dict[str, Decision] = {}
@@ -521,9 +521,9 @@ class SimStore:
                 out.append(prior)
                 continue
             start = window_start(moment, self.keep)
-            for other in neighbours[position]:
-                other_at = kept_at.get(other)
-                if other_at is not None and (start is None or other_at >= start):
+            for other in kept_so_far.candidates(item):
+                other_at = kept_at[other]
+                if start is None or other_at >= start:
                     earlier_item = items[other]
                     kept = Kept(
                         earlier_item.key,
@@ -541,6 +541,7 @@ class SimStore:
             best = matches[0] if matches else None
             if best is None:
                 kept_at[position] = moment
+                kept_so_far.add(position, item)
                 new_rows.append(
                     (
                         self._ns_id,
