@@ -80,6 +80,38 @@ def test_rows_before_and_after_conversion_match_and_purge_drops_partitions() -> 
         assert store.add(fingerprint=rng.getrandbits(64), key="later", at=DAY0 + timedelta(days=3))
 
 
+def _band_key_rows(url: str) -> int:
+    engine = create_engine_for(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT COUNT(*) FROM simstore_minhash")).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def test_texts_in_dropped_partitions_take_their_band_keys_along() -> None:
+    """The MinHash side table is not partitioned: purge deletes the keys of dropped rows."""
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    texts = [
+        "The river ferry timetable changes for the spring season, with boats every half hour.",
+        "Volunteers planted two hundred oak saplings along the northern bank on Saturday.",
+        "The old stone bridge closes for repairs from Monday; buses will take its traffic.",
+    ]
+    with SimStore(url, keep="2d") as store:
+        partitions_before = set(_names(url))
+        for day, text in enumerate(texts):
+            assert store.add(text, key=f"day{day}", at=DAY0 + timedelta(days=day)).inserted
+        assert _band_key_rows(url) == 3 * 24
+        store.purge(now=DAY0 + timedelta(days=3))  # day 0 (its whole partition) is past the window
+        assert store.get("day0") is None and store.get("day1") is not None
+        assert partitions_before - set(_names(url))  # day 0 left by DROP, not by deletes
+        assert _band_key_rows(url) == 2 * 24
+        repost = "RT @citynews: " + texts[2]
+        decision = store.add(repost, key="repost", at=DAY0 + timedelta(days=3))
+        assert decision.duplicate_of is not None and decision.duplicate_of.key == "day2"
+
+
 def test_a_key_stays_unique_across_partitions() -> None:
     url = _partitioned_url()
     _enable(url, now=DAY0)
