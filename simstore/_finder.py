@@ -76,6 +76,12 @@ class BandIndex:
         return found
 
 
+def by_radius(item: Item, signature: bytes | None) -> bool:
+    """Whether a kept row with this signature is a candidate of ``item`` by SimHash radius: not
+    when both are signed, since two signed texts are candidates by their band keys only."""
+    return not (item.band_keys and signature is not None)
+
+
 class BatchIndex:
     """The items of a batch kept so far, indexed to find the next item's candidates among them.
 
@@ -102,7 +108,7 @@ class BatchIndex:
             position
             for position in self._bands.lookup(band_values(item.fingerprint, item.radius))
             if (self._kept[position].fingerprint ^ item.fingerprint).bit_count() <= item.radius
-            and not (item.band_keys and self._kept[position].signature is not None)
+            and by_radius(item, self._kept[position].signature)
         }
         if item.band_keys:
             shared = Counter(j for key in item.band_keys for j in self._keys.get(key, ()))
@@ -251,8 +257,8 @@ class Finder:
                 kept = details.get(row_id)
                 if kept is None or (start is not None and kept.added_at < start):
                     continue
-                if item.band_keys and kept.signature is not None and row_id not in keyed:
-                    continue  # two signed texts are candidates by their band keys only
+                if row_id not in keyed and not by_radius(item, kept.signature):
+                    continue
                 match = self.confirm(item, kept)
                 if match is not None:
                     matches.append(match)
@@ -274,11 +280,9 @@ class Finder:
             rows = statement.run(conn, {**params, **values, "least": least})
             return [{int(row[0]) for row in rows}]
         for chunk in chunks(wanted, prepared.MAX_IN):
-            # one item's keys (the common case) go out unpadded: a fixed shape already
-            size = len(chunk) if len(chunk) == minhash.BANDS else prepared.padded(len(chunk))
+            size = prepared.padded(len(chunk))
             statement = prepared.band_key_lookup(conn.dialect, size, "cutoff" in params)
-            values = {f"k{j}": chunk[min(j, len(chunk) - 1)] for j in range(size)}
-            for band_key, row_id in statement.run(conn, {**params, **values}):
+            for band_key, row_id in statement.run(conn, {**params, **padded_params("k", chunk)}):
                 holders.setdefault(int(band_key), []).append(int(row_id))
         found = []
         for item in items:

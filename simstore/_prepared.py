@@ -250,19 +250,6 @@ def unsigned_rows(dialect: sa.Dialect) -> Prepared:
     return _cached(("unsigned",), dialect, build)
 
 
-def mark_unsigned(dialect: sa.Dialect) -> Prepared:
-    """Record that namespace ``ns`` now holds rows without a MinHash signature."""
-
-    def build() -> ClauseElement:
-        return (
-            sa.update(namespaces)
-            .where(namespaces.c.id == sa.bindparam("ns"))
-            .values(unsigned_rows=sa.true())
-        )
-
-    return _cached(("mark_unsigned",), dialect, build)
-
-
 def id_span(dialect: sa.Dialect) -> Prepared:
     """Lowest and highest row id of the fingerprints table (both index lookups)."""
 

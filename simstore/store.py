@@ -565,14 +565,28 @@ class SimStore:
             out.append(decision)
         if new_rows:
             if not self._finder.unsigned_rows and any(row[-1] is None for row in new_rows):
-                prepared.mark_unsigned(conn.dialect).run(conn, {"ns": self._ns_id})
-                self._finder.unsigned_rows = True  # only ever turns true: safe if rolled back
+                self._mark_unsigned(conn)
             prepared.insert_into(conn.dialect, fingerprints).run_rows(conn, new_rows)
         if signed_items:
             self._insert_band_keys(conn, signed_items)
         if log_rows:
             prepared.insert_into(conn.dialect, decisions).run_rows(conn, log_rows)
         return out
+
+    def _mark_unsigned(self, conn: Connection) -> None:
+        """Record that the namespace now holds rows without a signature (before inserting them).
+
+        The store caches the flag only once it is committed by someone: an update that finds it
+        already set proves that; one that sets it may still roll back, and a cached true would then
+        stop this store from ever setting it, so other stores would skip SimHash lookups they need.
+        """
+        changed = conn.execute(
+            sa.update(namespaces)
+            .where(namespaces.c.id == self._ns_id, namespaces.c.unsigned_rows == sa.false())
+            .values(unsigned_rows=sa.true())
+        ).rowcount
+        if not changed:
+            self._finder.unsigned_rows = True
 
     def _insert_band_keys(
         self, conn: Connection, kept: Sequence[tuple[str, int, tuple[int, ...]]]
