@@ -64,12 +64,13 @@ def candidates_per_query(store: SimStore, queries: list[int]) -> float:
     with store._transaction() as conn:
         for value in queries:
             item = Item("q", value, None, 3)
+            params = finder._window_params(store._now(None))
             if finder.uses_pairs(conn, 3):
-                found = finder._pair_candidates(conn, item, store._now(None))
+                found = finder._pair_rows(conn, item, params)
             else:
                 wanted = sorted((band, v) for band, v in enumerate(bands(value)))
-                found = finder._candidates(conn, wanted, store._now(None))
-            counts.append(len(found))
+                found = finder._band_rows(conn, wanted, params)
+            counts.append(len({row_id for row_id, _value in found}))
     return statistics.mean(counts)
 
 

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 from simstore import _prepared as prepared
 from simstore import minhash
 from simstore._match import EXACT_BAND_RADIUS, near_pairs
-from simstore.encoding import BAND_COUNT, MASK64, bands, from_signed
+from simstore.encoding import BAND_COUNT, MASK64, bands
 from simstore.probes import PAIR_MAX_RADIUS, band_values, pair_plan, prefers_pairs
 from simstore.results import Match
 from simstore.retention import partition_of, window_start
@@ -29,6 +29,9 @@ from simstore.verify import MinHashVerification, Policy
 
 LOOKUPS = ("auto", "bands", "pairs")
 ROWS_REFRESH_SECONDS = 60.0
+# candidate_lookup's shape and parameter names for one value in each of bands 0..r (radius r <= 3)
+_ONE_VALUE_PER_BAND = [tuple((band, 1) for band in range(r + 1)) for r in range(BAND_COUNT)]
+_SINGLE_VALUE_NAMES = tuple(f"v{i}_0" for i in range(BAND_COUNT))
 UNSIGNED_REFRESH_SECONDS = 1.0
 
 
@@ -44,7 +47,7 @@ class Item:
     threshold: float | None = None  # the exact measure must reach this to confirm a candidate
     normalised: str | None = None  # the normalised text, when it is to be signed (MinHash)
     signature: bytes | None = None  # MinHash signature, under MinHashVerification
-    band_keys: tuple[int, ...] = ()  # its LSH band keys (simstore.minhash.band_keys)
+    band_keys: tuple[int, ...] = ()  # its distinct LSH band keys, sorted (simstore.minhash)
 
 
 class Kept(NamedTuple):
@@ -221,6 +224,8 @@ class Finder:
         fresh: bool = True,
     ) -> list[list[Match]]:
         """For each item, the kept rows that match it, nearest first (``fresh``: inside an add)."""
+        if len(items) == 1:
+            return [self._find_one(conn, items[0], moments[0], fresh)]
         # A signed item finds signed rows through their band keys (SimHash adds nothing measurable
         # there: benchmarks/quality), so it looks up SimHash bands only for unsigned rows.
         signed_only = any(item.band_keys for item in items) and not self._has_unsigned_rows(
@@ -237,53 +242,98 @@ class Finder:
             for b, values in probe.items()
             for v in values
         }
-        earliest = min(moments)
-        stored = self._candidates(
-            conn, sorted(wanted), earliest, items[0] if len(items) == 1 else None
-        )
+        params = self._window_params(min(moments))
+        stored = {
+            row_id: value & MASK64
+            for row_id, value in self._band_rows(conn, sorted(wanted), params)
+        }
         for item, pairs, search in zip(items, by_pairs, searching, strict=True):
             if search and pairs:
-                stored.update(self._pair_candidates(conn, item, earliest))
+                for row_id, value in self._pair_rows(conn, item, params):
+                    stored[row_id] = value & MASK64
         near_ids = self._near(items, probes, stored)
         by_keys: list[set[int]] = [set() for _ in items]
         if any(item.band_keys for item in items):
-            by_keys = self._lsh_candidates(conn, items, earliest)
+            by_keys = self._lsh_candidates(conn, items, params)
         details = self._row_details(conn, set().union(*near_ids, *by_keys))
-        found: list[list[Match]] = []
-        for item, moment, near, keyed in zip(items, moments, near_ids, by_keys, strict=True):
-            start = window_start(moment, self.keep)
-            matches = []
-            for row_id in near | keyed:
-                kept = details.get(row_id)
-                if kept is None or (start is not None and kept.added_at < start):
-                    continue
-                if row_id not in keyed and not by_radius(item, kept.signature):
-                    continue
-                match = self.confirm(item, kept)
-                if match is not None:
-                    matches.append(match)
-            found.append(sort_matches(matches))
-        return found
+        return [
+            self._matches(item, moment, near, keyed, details)
+            for item, moment, near, keyed in zip(items, moments, near_ids, by_keys, strict=True)
+        ]
+
+    def _find_one(self, conn: Connection, item: Item, moment: datetime, fresh: bool) -> list[Match]:
+        """``find`` for one item (every query, every single add), with no batch bookkeeping.
+
+        Most band candidates of a single item are far from it: they are dropped as they are read.
+        """
+        params = self._window_params(moment)
+        near: set[int] = set()
+        if not (item.band_keys and not self._has_unsigned_rows(conn, fresh)):
+            if self.uses_pairs(conn, item.radius):
+                rows = self._pair_rows(conn, item, params)
+            elif item.radius <= EXACT_BAND_RADIUS:  # equality on bands 0..r: one statement
+                shape = _ONE_VALUE_PER_BAND[item.radius]
+                statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
+                size = len(shape)
+                own = dict(
+                    zip(_SINGLE_VALUE_NAMES[:size], bands(item.fingerprint)[:size], strict=True)
+                )
+                rows = statement.run(conn, {**params, **own})
+            else:
+                probe = band_values(item.fingerprint, item.radius)
+                wanted = [(band, value) for band, values in probe.items() for value in values]
+                rows = self._band_rows(conn, wanted, params)
+            query, radius = item.fingerprint, item.radius
+            near = {
+                row_id for row_id, value in rows if ((value ^ query) & MASK64).bit_count() <= radius
+            }
+        keyed = self._key_groups(conn, item, params) if item.band_keys else set()
+        if not (near or keyed):
+            return []
+        return self._matches(item, moment, near, keyed, self._row_details(conn, near | keyed))
+
+    def _matches(
+        self,
+        item: Item,
+        moment: datetime,
+        near: set[int],
+        keyed: set[int],
+        details: Mapping[int, Kept],
+    ) -> list[Match]:
+        """The candidates ``near`` (by SimHash) and ``keyed`` (by band keys) that match ``item``."""
+        start = window_start(moment, self.keep)
+        matches = []
+        for row_id in near | keyed:
+            kept = details.get(row_id)
+            if kept is None or (start is not None and kept.added_at < start):
+                continue
+            if row_id not in keyed and not by_radius(item, kept.signature):
+                continue
+            match = self.confirm(item, kept)
+            if match is not None:
+                matches.append(match)
+        return sort_matches(matches)
+
+    def _key_groups(self, conn: Connection, item: Item, params: Mapping[str, Any]) -> set[int]:
+        """Rows sharing at least ``min_bands`` of one item's band keys (the database counts)."""
+        keys = item.band_keys  # distinct (SimStore._sign)
+        statement = prepared.band_key_groups(conn.dialect, len(keys), "cutoff" in params)
+        values = {f"k{j}": key for j, key in enumerate(keys)}
+        rows = statement.run(conn, {**params, **values, "least": self._min_bands()})
+        return {int(row[0]) for row in rows}
 
     def _lsh_candidates(
-        self, conn: Connection, items: Sequence[Item], now: datetime
+        self, conn: Connection, items: Sequence[Item], params: Mapping[str, Any]
     ) -> list[set[int]]:
-        """For each item, the rows sharing at least ``min_bands`` of its MinHash band keys."""
+        """For each item of a batch, the rows sharing at least ``min_bands`` of its band keys."""
         wanted = sorted({key for item in items for key in item.band_keys})
         holders: dict[int, list[int]] = {}
-        params = self._window_params(now)
-        least = self._min_bands()
-        if len(items) == 1 and len(wanted) == minhash.BANDS:
-            # one item (every query, every single add): the database counts the shared keys
-            statement = prepared.band_key_groups(conn.dialect, len(wanted), "cutoff" in params)
-            values = {f"k{j}": key for j, key in enumerate(wanted)}
-            rows = statement.run(conn, {**params, **values, "least": least})
-            return [{int(row[0]) for row in rows}]
         for chunk in chunks(wanted, prepared.MAX_IN):
             size = prepared.padded(len(chunk))
             statement = prepared.band_key_lookup(conn.dialect, size, "cutoff" in params)
             for band_key, row_id in statement.run(conn, {**params, **padded_params("k", chunk)}):
                 holders.setdefault(int(band_key), []).append(int(row_id))
+        least = self._min_bands()
         found = []
         for item in items:
             shared = Counter(row_id for key in item.band_keys for row_id in holders.get(key, ()))
@@ -298,40 +348,24 @@ class Finder:
             params["cutoff"] = partition_of(start, self.partition_seconds)
         return params
 
-    def _pair_candidates(self, conn: Connection, item: Item, now: datetime) -> dict[int, int]:
-        """Rows (id -> unsigned fingerprint) found by the pair plan for one item."""
-        params = self._window_params(now)
+    def _pair_rows(
+        self, conn: Connection, item: Item, params: Mapping[str, Any]
+    ) -> list[tuple[int, int]]:
+        """(id, signed fingerprint) of the rows the pair plan finds for one item."""
         shape = tuple(pair_plan(item.radius))
         statement = prepared.pair_lookup(conn.dialect, shape, "cutoff" in params)
-        params.update(prepared.pair_params(shape, bands(item.fingerprint)))
-        return {row_id: value & MASK64 for row_id, value in statement.run(conn, params)}
+        return statement.run(
+            conn, {**params, **prepared.pair_params(shape, bands(item.fingerprint))}
+        )
 
-    def _candidates(
-        self,
-        conn: Connection,
-        wanted: Sequence[tuple[int, int]],
-        now: datetime,
-        only: Item | None = None,
-    ) -> dict[int, int]:
-        """Rows (id -> unsigned fingerprint) having one of the (band, value) pairs ``wanted``;
-        with ``only`` (a single item), just those within its radius."""
+    def _band_rows(
+        self, conn: Connection, wanted: Sequence[tuple[int, int]], params: Mapping[str, Any]
+    ) -> list[tuple[int, int]]:
+        """(id, signed fingerprint) of the rows having one of the (band, value) pairs ``wanted``
+        (a row found in several bands comes back once per band)."""
         if not wanted:  # every item went through the pair plan
-            return {}
-        params = self._window_params(now)
-        if len(wanted) <= BAND_COUNT and len({band for band, _value in wanted}) == len(wanted):
-            # one value per band (a single item at radius <= 3): one statement, no list juggling
-            shape = tuple((band, 1) for band, _value in wanted)
-            params.update({f"v{i}_0": value for i, (_band, value) in enumerate(wanted)})
-            statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
-            rows = statement.run(conn, params)
-            if only is not None:  # most of a single query's candidates are far: drop them here
-                query, radius = only.fingerprint, only.radius
-                return {
-                    row_id: value & MASK64
-                    for row_id, value in rows
-                    if ((value ^ query) & MASK64).bit_count() <= radius
-                }
-            return {row_id: value & MASK64 for row_id, value in rows}
+            return []
+        windowed = "cutoff" in params
         per_band: dict[int, set[int]] = {}
         for band, value in wanted:
             per_band.setdefault(band, set()).add(value)
@@ -344,16 +378,14 @@ class Finder:
         # lists (all of one size) go out as one UNION ALL, one round trip.
         sizes = {prepared.padded(len(chunk)) for _band, chunk in lists}
         groups = [lists] if len(sizes) == 1 and len(lists) <= 4 else [[entry] for entry in lists]
-        found: dict[int, int] = {}
+        rows: list[tuple[int, int]] = []
         for group in groups:
-            values = dict(params)
+            bound = dict(params)
             for i, (_band, chunk) in enumerate(group):
-                values.update(padded_params(f"v{i}_", chunk))
+                bound.update(padded_params(f"v{i}_", chunk))
             shape = tuple((band, prepared.padded(len(chunk))) for band, chunk in group)
-            statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
-            for row_id, value in statement.run(conn, values):
-                found[row_id] = value & MASK64
-        return found
+            rows += prepared.candidate_lookup(conn.dialect, shape, windowed).run(conn, bound)
+        return rows
 
     @staticmethod
     def _near(
@@ -394,7 +426,7 @@ class Finder:
                 row_id, key, added_at, text, value, signature = row
                 found[int(row_id)] = Kept(
                     key,
-                    from_signed(int(value)),
+                    int(value) & MASK64,
                     prepared.as_datetime(added_at),
                     text,
                     None if signature is None else bytes(signature),

@@ -39,7 +39,7 @@ from simstore._finder import (
     sort_matches,
 )
 from simstore._version import __version__
-from simstore.db import redact, resolve_bind, translate_errors
+from simstore.db import redact, resolve_bind, translate_errors, unavailable
 from simstore.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
 from simstore.errors import (
     BatchFailed,
@@ -152,7 +152,7 @@ class SimStore:
     ) -> None:
         self._engine, self._connection = resolve_bind(bind)
         self._owns_engine = isinstance(bind, (str, URL))
-        self._readers = threading.local()  # per-thread query connections (_query_connection)
+        self._readers = threading.local()  # per-thread query connections (_kept_reader)
         self.url = redact(self._bound_engine.url)
         if not isinstance(namespace, str):
             raise InvalidType(f"namespace must be a str, not {type(namespace).__name__}")
@@ -230,29 +230,26 @@ class SimStore:
         with self._transaction() as conn:
             yield conn
 
-    @contextlib.contextmanager
-    def _query_connection(self) -> Iterator[Connection]:
-        """For ``query``: on a SQLite engine of simstore's own, one connection per thread, kept.
+    def _kept_reader(self) -> Connection | None:
+        """For ``query``: on a SQLite engine of simstore's own, this thread's kept connection.
 
         Checking a connection out of SQLAlchemy's pool and back costs about as much as the
         lookups of a query at 1M rows. pysqlite holds no transaction between SELECTs, so a kept
-        connection pins no snapshot and blocks no checkpoint. Other reads use ``_reading``.
+        connection pins no snapshot and blocks no checkpoint. Other stores read through
+        ``_reading``. None when this store keeps no reader.
         """
         if not (self._owns_engine and self._dialect == "sqlite" and self._engine is not None):
-            with self._reading() as conn:
-                yield conn
-            return
+            return None
         kept: Connection | None = getattr(self._readers, "connection", None)
-        with translate_errors(self._engine.url):
-            if kept is None or kept.closed or kept.invalidated:
+        if kept is None or kept.closed or kept.invalidated:
+            with translate_errors(self._engine.url):
                 kept = self._readers.connection = self._engine.connect()
-            conn = kept
-            try:
-                yield conn
-            except BaseException:
-                self._readers.connection = None  # never reuse a connection in an unknown state
-                conn.close()
-                raise
+        return kept
+
+    def _drop_reader(self, reader: Connection) -> None:
+        """Never reuse a kept connection that saw an error: its state is unknown."""
+        self._readers.connection = None
+        reader.close()
 
     def close(self) -> None:
         """Release the engine simstore made for a URL (a caller's engine is left alone)."""
@@ -385,7 +382,7 @@ class SimStore:
         keys = minhash.band_keys(values).tolist()
         for item, signature, band_keys in zip(items, values, keys, strict=True):
             item.signature = minhash.to_bytes(signature)
-            item.band_keys = tuple(band_keys)
+            item.band_keys = tuple(sorted(set(band_keys)))  # shared keys are counted once
 
     def _plan(self, item: Item, text: str, explicit: int | None) -> Item:
         """Radius and verification for a text item (an explicit max_distance overrides both)."""
@@ -427,8 +424,19 @@ class SimStore:
         ):
             raise InvalidInput(f"limit must be a positive int, got {limit!r}")
         item = self._items([("query", text, fingerprint)], max_distance)[0]
-        with self._query_connection() as conn:
-            matches = self._finder.find(conn, [item], [self._now(now)], fresh=False)[0]
+        moment = self._now(now)
+        reader = self._kept_reader()
+        if reader is None:
+            with self._reading() as conn:
+                matches = self._finder.find(conn, [item], [moment], fresh=False)[0]
+        else:
+            try:
+                matches = self._finder.find(reader, [item], [moment], fresh=False)[0]
+            except BaseException as error:
+                self._drop_reader(reader)
+                if isinstance(error, exc.DBAPIError) and not isinstance(error, exc.IntegrityError):
+                    raise unavailable(error, self._bound_engine.url) from error
+                raise
         return matches[:limit] if limit else matches
 
     # --- public API: add --------------------------------------------------------------------------
@@ -601,7 +609,7 @@ class SimStore:
         rows = [
             (band_key, self._ns_id, part, ids[key])
             for key, part, band_keys in kept
-            for band_key in sorted(set(band_keys))
+            for band_key in band_keys
         ]
         prepared.insert_into(conn.dialect, minhash_keys).run_rows(conn, rows)
 

@@ -238,7 +238,7 @@ def test_stats_counts_match_the_tables(make_store: StoreFactory, engine: Engine)
 
 
 def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: object) -> None:
-    """Each querying thread keeps a connection of its own (SimStore._query_connection): they
+    """Each querying thread keeps a connection of its own (SimStore._kept_reader): they
     all see rows committed after they first queried, and more threads than the pool's size never
     starve a writer."""
     from concurrent.futures import ThreadPoolExecutor
