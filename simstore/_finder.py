@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Connection
@@ -48,6 +49,10 @@ class Item:
     normalised: str | None = None  # the normalised text, when it is to be signed (MinHash)
     signature: bytes | None = None  # MinHash signature, under MinHashVerification
     band_keys: tuple[int, ...] = ()  # its distinct LSH band keys, sorted (simstore.minhash)
+    own_bands: tuple[int, int, int, int] = field(init=False)  # bands(fingerprint), split once
+
+    def __post_init__(self) -> None:
+        self.own_bands = bands(self.fingerprint)
 
 
 class Kept(NamedTuple):
@@ -66,9 +71,16 @@ class BandIndex:
     def __init__(self) -> None:
         self._bands: list[dict[int, list[int]]] = [{} for _ in range(BAND_COUNT)]
 
-    def add(self, position: int, fingerprint: int) -> None:
-        for band, value in enumerate(bands(fingerprint)):
+    def add(self, position: int, own_bands: Sequence[int]) -> None:
+        for band, value in enumerate(own_bands):
             self._bands[band].setdefault(value, []).append(position)
+
+    def equal(self, own_bands: Sequence[int], radius: int) -> set[int]:
+        """Positions sharing one of bands 0..radius exactly: every candidate when radius <= 3."""
+        found: set[int] = set()
+        for band in range(radius + 1):
+            found.update(self._bands[band].get(own_bands[band], ()))
+        return found
 
     def lookup(self, probe: Mapping[int, Iterable[int]]) -> set[int]:
         found: set[int] = set()
@@ -101,22 +113,27 @@ class BatchIndex:
 
     def add(self, position: int, item: Item) -> None:
         self._kept[position] = item
-        self._bands.add(position, item.fingerprint)
+        self._bands.add(position, item.own_bands)
         for key in item.band_keys:
             self._keys.setdefault(key, []).append(position)
 
     def candidates(self, item: Item) -> list[int]:
         """Positions of the kept items that ``item`` must be confirmed against."""
+        value, radius = item.fingerprint, item.radius
+        if radius <= EXACT_BAND_RADIUS:
+            near = self._bands.equal(item.own_bands, radius)
+        else:
+            near = self._bands.lookup(band_values(value, radius))
         found = {
             position
-            for position in self._bands.lookup(band_values(item.fingerprint, item.radius))
-            if (self._kept[position].fingerprint ^ item.fingerprint).bit_count() <= item.radius
+            for position in near
+            if (self._kept[position].fingerprint ^ value).bit_count() <= radius
             and by_radius(item, self._kept[position].signature)
         }
         if item.band_keys:
             shared = Counter(j for key in item.band_keys for j in self._keys.get(key, ()))
             found.update(j for j, count in shared.items() if count >= self._least)
-        return sorted(found)
+        return list(found)  # any order: matches are sorted by (distance, time, key)
 
 
 def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -124,10 +141,16 @@ def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield values[first : first + size]
 
 
+@cache
+def _param_names(prefix: str, size: int) -> tuple[str, ...]:
+    return tuple(f"{prefix}{j}" for j in range(size))
+
+
 def padded_params(prefix: str, values: Sequence[Any]) -> dict[str, Any]:
     """Bind values for an IN list padded (by repeating the last value) to a power-of-two size."""
     size = prepared.padded(len(values))
-    return {f"{prefix}{j}": values[min(j, len(values) - 1)] for j in range(size)}
+    padding = [values[-1]] * (size - len(values))
+    return dict(zip(_param_names(prefix, size), [*values, *padding], strict=True))
 
 
 @dataclass
@@ -232,26 +255,27 @@ class Finder:
             conn, fresh
         )
         searching = [not (signed_only and item.band_keys) for item in items]
-        probes = [band_values(item.fingerprint, item.radius) for item in items]
         plans = {radius: self.uses_pairs(conn, radius) for radius in {i.radius for i in items}}
         by_pairs = [plans[item.radius] for item in items]
-        wanted = {
-            (b, v)
-            for probe, pairs, search in zip(probes, by_pairs, searching, strict=True)
-            if search and not pairs
-            for b, values in probe.items()
-            for v in values
-        }
+        per_band: list[set[int]] = [set() for _ in range(BAND_COUNT)]
+        for item, pairs, search in zip(items, by_pairs, searching, strict=True):
+            if not search or pairs:
+                continue
+            if item.radius <= EXACT_BAND_RADIUS:
+                for band in range(item.radius + 1):
+                    per_band[band].add(item.own_bands[band])
+            else:
+                for band, values in band_values(item.fingerprint, item.radius).items():
+                    per_band[band].update(values)
         params = self._window_params(min(moments))
         stored = {
-            row_id: value & MASK64
-            for row_id, value in self._band_rows(conn, sorted(wanted), params)
+            row_id: value & MASK64 for row_id, value in self._band_rows(conn, per_band, params)
         }
         for item, pairs, search in zip(items, by_pairs, searching, strict=True):
             if search and pairs:
                 for row_id, value in self._pair_rows(conn, item, params):
                     stored[row_id] = value & MASK64
-        near_ids = self._near(items, probes, stored)
+        near_ids = self._near(items, stored)
         by_keys: list[set[int]] = [set() for _ in items]
         if any(item.band_keys for item in items):
             by_keys = self._lsh_candidates(conn, items, params)
@@ -275,14 +299,12 @@ class Finder:
                 shape = _ONE_VALUE_PER_BAND[item.radius]
                 statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
                 size = len(shape)
-                own = dict(
-                    zip(_SINGLE_VALUE_NAMES[:size], bands(item.fingerprint)[:size], strict=True)
-                )
+                own = dict(zip(_SINGLE_VALUE_NAMES[:size], item.own_bands[:size], strict=True))
                 rows = statement.run(conn, {**params, **own})
             else:
                 probe = band_values(item.fingerprint, item.radius)
-                wanted = [(band, value) for band, values in probe.items() for value in values]
-                rows = self._band_rows(conn, wanted, params)
+                per_band = [probe.get(band, set()) for band in range(BAND_COUNT)]
+                rows = self._band_rows(conn, per_band, params)
             query, radius = item.fingerprint, item.radius
             near = {
                 row_id for row_id, value in rows if ((value ^ query) & MASK64).bit_count() <= radius
@@ -354,26 +376,21 @@ class Finder:
         """(id, signed fingerprint) of the rows the pair plan finds for one item."""
         shape = tuple(pair_plan(item.radius))
         statement = prepared.pair_lookup(conn.dialect, shape, "cutoff" in params)
-        return statement.run(
-            conn, {**params, **prepared.pair_params(shape, bands(item.fingerprint))}
-        )
+        return statement.run(conn, {**params, **prepared.pair_params(shape, item.own_bands)})
 
     def _band_rows(
-        self, conn: Connection, wanted: Sequence[tuple[int, int]], params: Mapping[str, Any]
+        self, conn: Connection, per_band: Sequence[set[int]], params: Mapping[str, Any]
     ) -> list[tuple[int, int]]:
-        """(id, signed fingerprint) of the rows having one of the (band, value) pairs ``wanted``
+        """(id, signed fingerprint) of the rows whose band ``b`` holds one of ``per_band[b]``
         (a row found in several bands comes back once per band)."""
-        if not wanted:  # every item went through the pair plan
-            return []
         windowed = "cutoff" in params
-        per_band: dict[int, set[int]] = {}
-        for band, value in wanted:
-            per_band.setdefault(band, set()).add(value)
         lists = [
             (band, chunk)
-            for band, values in sorted(per_band.items())
+            for band, values in enumerate(per_band)
             for chunk in chunks(sorted(values), prepared.MAX_IN)
         ]
+        if not lists:  # every item went through the pair plan
+            return []
         # One statement per (band, padded size) keeps the compiled shapes few; a single item's
         # lists (all of one size) go out as one UNION ALL, one round trip.
         sizes = {prepared.padded(len(chunk)) for _band, chunk in lists}
@@ -388,9 +405,7 @@ class Finder:
         return rows
 
     @staticmethod
-    def _near(
-        items: Sequence[Item], probes: Sequence[Mapping[int, Iterable[int]]], stored: dict[int, int]
-    ) -> list[set[int]]:
+    def _near(items: Sequence[Item], stored: dict[int, int]) -> list[set[int]]:
         """For each item, the stored row ids within its radius (numpy join when radii <= 3)."""
         if all(item.radius <= EXACT_BAND_RADIUS for item in items):
             row_ids = list(stored)
@@ -402,14 +417,14 @@ class Finder:
             return [{row_ids[position] for position in found} for found in positions]
         index = BandIndex()
         for row_id, value in stored.items():
-            index.add(row_id, value)
+            index.add(row_id, bands(value))
         return [
             {
                 row_id
-                for row_id in index.lookup(probe)
+                for row_id in index.lookup(band_values(item.fingerprint, item.radius))
                 if (stored[row_id] ^ item.fingerprint).bit_count() <= item.radius
             }
-            for item, probe in zip(items, probes, strict=True)
+            for item in items
         ]
 
     def _row_details(self, conn: Connection, ids: set[int]) -> dict[int, Kept]:

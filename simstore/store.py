@@ -40,7 +40,7 @@ from simstore._finder import (
 )
 from simstore._version import __version__
 from simstore.db import redact, resolve_bind, translate_errors, unavailable
-from simstore.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
+from simstore.encoding import check_fingerprint, from_signed, to_hex, to_signed
 from simstore.errors import (
     BatchFailed,
     InvalidInput,
@@ -518,6 +518,9 @@ class SimStore:
         new_rows: list[tuple[Any, ...]] = []
         log_rows: list[tuple[Any, ...]] = []
         out: list[Decision] = []
+        last_moment: datetime | None = None
+        start: datetime | None = None
+        part = 0
         for position, (item, moment, matches) in enumerate(zip(items, moments, found, strict=True)):
             if item.key in decided or item.key in earlier:
                 prior = decided.get(item.key) or self._replay(conn, earlier[item.key], item)
@@ -528,7 +531,9 @@ class SimStore:
                     )
                 out.append(prior)
                 continue
-            start = window_start(moment, self.keep)
+            if moment != last_moment:  # a batch mostly shares one moment: work it out once
+                last_moment, start = moment, window_start(moment, self.keep)
+                part = partition_of(moment, self._partition_seconds)
             for other in kept_so_far.candidates(item):
                 other_at = kept_at[other]
                 if start is None or other_at >= start:
@@ -544,7 +549,6 @@ class SimStore:
                     if match is not None:
                         matches.append(match)
             matches = sort_matches(matches)
-            part = partition_of(moment, self._partition_seconds)
             signed = to_signed(item.fingerprint)
             best = matches[0] if matches else None
             if best is None:
@@ -555,7 +559,7 @@ class SimStore:
                         self._ns_id,
                         item.key,
                         signed,
-                        *bands(item.fingerprint),
+                        *item.own_bands,
                         moment,
                         part,
                         item.text,
