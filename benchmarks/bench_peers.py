@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,7 +45,7 @@ from bench_store import near, percentile
 
 from simstore import __version__ as simstore_version
 from simstore.db import create_engine_for
-from simstore.retention import partition_of
+from simstore.retention import EPOCH
 from simstore.store import SimStore
 
 Values = npt.NDArray[np.uint64]
@@ -54,6 +54,7 @@ Ids = npt.NDArray[np.int64]
 RADIUS = 3
 MASK64 = (1 << 64) - 1
 BAND_MASK = 0xFFFF
+BAND_SHIFTS = (48, 32, 16, 0)
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 # (N, system key) -> the issue's target for simstore p50 / that system's p50
@@ -166,6 +167,17 @@ def checkpoint(path: Path) -> None:
         connection.close()
 
 
+def cache_file(path: Path) -> int:
+    """Read a database file (and its WAL) once, so its pages sit in the OS page cache; bytes."""
+    total = 0
+    for file in _files(path)[:2]:
+        if file.exists():
+            with file.open("rb") as handle:
+                while chunk := handle.read(1 << 24):
+                    total += len(chunk)
+    return total
+
+
 def disk_usage(path: Path, tables: Sequence[str]) -> tuple[int, int]:
     """(bytes of the database file and its WAL, bytes of ``tables`` and their indexes)."""
     total = sum(file.stat().st_size for file in _files(path)[:2] if file.exists())
@@ -224,46 +236,69 @@ def _items(values: Values, start: int) -> Iterator[dict[str, Any]]:
             yield {"key": f"k{first + offset}", "fingerprint": value}
 
 
-def fill_direct(path: Path, store: SimStore, values: Values) -> None:
+def fill_direct(
+    path: Path,
+    store: SimStore,
+    values: Values,
+    start: datetime | None = None,
+    span: timedelta = timedelta(0),
+) -> None:
     """Write every value as a kept row (and its decision row) straight into simstore's tables.
 
     For random fingerprints this is what add_many would write (at k = 3 none is near another; the
     exactness check against numpy proves it for the queries). The secondary indexes are dropped
     and re-created from their own DDL around the load, so the file ends up exactly as simstore's
-    schema has it, only built by sorting instead of by 10M random index inserts.
+    schema has it, only built by sorting instead of by millions of random index inserts. Row i is
+    added at ``start + span * i / len(values)`` (default: now, all rows).
     """
-    tables = ("simstore_fingerprints", "simstore_decisions")
-    moment = store._now(None)
-    stamp = moment.isoformat(sep=" ", timespec="microseconds")
-    part = partition_of(moment, store._partition_seconds)
+    first_moment = store._now(start)
+    seconds = span.total_seconds()
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA synchronous=OFF")
     connection.execute("PRAGMA cache_size=-1048576")
-    indexes = connection.execute(
-        "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL "
-        f"AND tbl_name IN {tables}"
-    ).fetchall()
     connection.execute("BEGIN")
-    for name, _sql in indexes:
+    indexes = {
+        table: connection.execute(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL "
+            "AND tbl_name = ? ORDER BY name LIKE '%b0_b1' OR name LIKE '%b2_b3' DESC, name",
+            (table,),
+        ).fetchall()
+        for table in ("simstore_fingerprints", "simstore_decisions")
+    }
+    for name, _sql in [*indexes["simstore_fingerprints"], *indexes["simstore_decisions"]]:
         connection.execute(f"DROP INDEX {name}")
     step = 1 << 16
-    for first in range(0, len(values), step):
-        chunk = values[first : first + step]
-        keys = [f"k{i}" for i in range(first, first + len(chunk))]
-        signed = chunk.view(np.int64).tolist()
-        columns = [(chunk >> np.uint64(shift)) & np.uint64(BAND_MASK) for shift in (48, 32, 16, 0)]
-        connection.executemany(
-            "INSERT INTO simstore_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, part) "
-            f"VALUES ({store._ns_id}, ?, ?, ?, ?, ?, ?, '{stamp}', {part})",
-            zip(keys, signed, *(column.tolist() for column in columns), strict=True),
-        )
-        connection.executemany(
-            "INSERT INTO simstore_decisions (ns_id, key, fp, decided_at, part, inserted) "
-            f"VALUES ({store._ns_id}, ?, ?, '{stamp}', {part}, 1)",
-            zip(keys, signed, strict=True),
-        )
-    for _name, sql in indexes:
-        connection.execute(sql)
+    origin = np.datetime64(first_moment, "us")
+    epoch_seconds = int((first_moment - EPOCH).total_seconds())
+    # The fingerprint rows and their indexes (pair indexes first) go in before the decision log,
+    # which no query reads: the hot pages then lie within SQLite's 2 GiB memory map, much as
+    # they spread through a file that add_many grew over time (a file written table by table
+    # would put every index, the pair indexes last, beyond it at 10M rows).
+    for table in ("simstore_fingerprints", "simstore_decisions"):
+        for first in range(0, len(values), step):
+            chunk = values[first : first + step]
+            positions = np.arange(first, first + len(chunk), dtype=np.int64)
+            offsets = (positions * int(seconds * 1e6)) // max(len(values), 1)  # microseconds
+            moments = np.datetime_as_string(origin + offsets.astype("timedelta64[us]"), unit="us")
+            stamps = np.char.replace(moments, "T", " ").tolist()  # simstore's SQLite format
+            parts = ((epoch_seconds + offsets // 1_000_000) // store._partition_seconds).tolist()
+            keys = [f"k{i}" for i in range(first, first + len(chunk))]
+            signed = chunk.view(np.int64).tolist()
+            if table == "simstore_decisions":
+                connection.executemany(
+                    "INSERT INTO simstore_decisions (ns_id, key, fp, decided_at, part, inserted) "
+                    f"VALUES ({store._ns_id}, ?, ?, ?, ?, 1)",
+                    zip(keys, signed, stamps, parts, strict=True),
+                )
+                continue
+            columns = [(chunk >> np.uint64(shift)) & np.uint64(BAND_MASK) for shift in BAND_SHIFTS]
+            connection.executemany(
+                "INSERT INTO simstore_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, "
+                f"part) VALUES ({store._ns_id}, ?, ?, ?, ?, ?, ?, ?, ?)",
+                zip(keys, signed, *(c.tolist() for c in columns), stamps, parts, strict=True),
+            )
+        for _name, sql in indexes[table]:
+            connection.execute(sql)
     connection.execute("COMMIT")
     connection.close()
     checkpoint(path)
@@ -827,6 +862,11 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
     for key, reason in skipped.items():
         print(f"  skipped {key}: {reason}", flush=True)
 
+    # The in-memory peers hold everything in RAM; the SQLite systems get their files into the
+    # OS page cache the same way (one sequential read), not by the luck of what the builds left.
+    for path in [store_path, *(data_dir / f"{cls.key}-{stem}.db" for cls in raw_builds)]:
+        cached = cache_file(path)
+        print(f"  read {path.name} into the page cache ({cached / 2**20:,.0f} MiB)", flush=True)
     gc.collect()
     gc.freeze()  # the peers' millions of objects stay out of the collections during timing
     print(

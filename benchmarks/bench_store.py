@@ -31,7 +31,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from simstore.encoding import bands, to_signed
+from simstore.encoding import bands, from_signed, to_signed
 from simstore.store import SimStore
 
 
@@ -184,13 +184,37 @@ class RawAdd:
         execute("COMMIT")
 
 
+def sample_stored(store: SimStore, count: int, rng: random.Random) -> list[int]:
+    """``count`` fingerprints kept in the store's namespace, picked by random row id."""
+    stored: list[int] = []
+    with store._bound_engine.connect() as connection:
+        low, high = connection.exec_driver_sql(
+            "SELECT MIN(id), MAX(id) FROM simstore_fingerprints"
+        ).one()
+        while len(stored) < count:
+            row = connection.exec_driver_sql(
+                "SELECT fp FROM simstore_fingerprints WHERE id = ? AND ns_id = ?",
+                (rng.randint(low, high), store._ns_id),
+            ).first()
+            if row is not None:
+                stored.append(from_signed(row[0]))
+    return stored
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--url", help="database URL (default: a new SQLite file in a temp folder)")
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--fill", choices=("add_many", "direct"), default="add_many")
+    parser.add_argument(
+        "--fill",
+        choices=("add_many", "direct", "existing"),
+        default="add_many",
+        help="existing: measure the rows already in --namespace of --url (e.g. a copy of "
+        "bench_peers' 10M file), loading nothing",
+    )
+    parser.add_argument("--namespace", help="with --fill existing: the namespace to measure")
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--adds", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=10_000)
@@ -208,12 +232,17 @@ def main() -> None:
             f"bulk add_many into an empty store, {args.bulk_rows:,} rows: {mine:,.0f} rows/s; "
             f"raw executemany floor {floor_rate:,.0f} rows/s ({mine / floor_rate:.2f}x)"
         )
-    namespace = f"bench-{uuid.uuid4().hex[:8]}"
+    namespace = args.namespace or f"bench-{uuid.uuid4().hex[:8]}"
+    if (args.fill == "existing") != (args.namespace is not None):
+        raise SystemExit("--namespace goes with --fill existing (and only with it)")
     store = SimStore(url, namespace=namespace, auto_upgrade=True, verification=None)
     stored = [rng.getrandbits(64) for _ in range(args.rows)]
 
     start = time.perf_counter()
-    if args.fill == "direct":
+    if args.fill == "existing":
+        stored = sample_stored(store, 4 * (args.queries + args.adds), rng)
+        args.rows = store.stats().kept
+    elif args.fill == "direct":
         if not sqlite:
             raise SystemExit("--fill direct writes SQLite files only")
         write_rows(Path(url.removeprefix("sqlite:///")), store._ns_id, 0, stored)
@@ -280,7 +309,10 @@ def main() -> None:
     print(
         f"simstore store benchmark: {dialect}, {args.rows:,} kept fingerprints, namespace {namespace}"
     )
-    print(f"fill via {args.fill}: {args.rows / load_seconds:,.0f} rows/s ({load_seconds:.0f} s)")
+    if args.fill != "existing":
+        print(
+            f"fill via {args.fill}: {args.rows / load_seconds:,.0f} rows/s ({load_seconds:.0f} s)"
+        )
     print(f"sustained insert-if-new, add_many in batches of 100: {batched_rate:,.0f} adds/s")
     print(f"planted near-duplicate queries that found their target: {found}/{len(planted)}")
     print(f"{'operation':40} {'p50 us':>9} {'p99 us':>9} {'vs floor':>9}  note")

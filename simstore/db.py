@@ -71,7 +71,7 @@ def create_engine_for(url: str | URL) -> Engine:
                 f"cannot open {redact(parsed)}: folder {Path(database).parent} does not exist"
             )
         else:
-            # SimStore keeps one query connection per reading thread (SimStore._kept_reader):
+            # SimStore keeps one query connection per reading thread (SimStore._kept_connection):
             # never make writers wait for the pool because of them
             kwargs["max_overflow"] = -1
     else:

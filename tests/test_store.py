@@ -238,7 +238,7 @@ def test_stats_counts_match_the_tables(make_store: StoreFactory, engine: Engine)
 
 
 def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: object) -> None:
-    """Each querying thread keeps a connection of its own (SimStore._kept_reader): they
+    """Each querying thread keeps a connection of its own (SimStore._kept_connection): they
     all see rows committed after they first queried, and more threads than the pool's size never
     starve a writer."""
     from concurrent.futures import ThreadPoolExecutor
@@ -261,4 +261,38 @@ def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: objec
         for i, value in enumerate(values):  # the 20 reader threads keep their connections
             assert store.add(key=f"k{i}", fingerprint=value).inserted
         assert all(count == 1 for counts in pool.map(reader, range(20)) for count in counts)
+    store.close()
+
+
+def test_an_owned_sqlite_store_keeps_one_connection_and_retires_it_after_a_driver_error(
+    tmp_path: object,
+) -> None:
+    """Adds and queries of one thread share a kept connection (SimStore._kept_connection): an add
+    simstore refuses rolls back on it and keeps it; a driver error (the write lock held elsewhere
+    past the busy timeout) retires it, writes nothing, and the next add works."""
+    import sqlite3
+
+    path = f"{tmp_path}/kept.db"
+    store = SimStore(f"sqlite:///{path}?timeout=0.2", verification=None)
+    assert store.add(key="a", fingerprint=1).inserted
+    kept = store._kept.connection
+    with pytest.raises(KeyConflict):
+        store.add(key="a", fingerprint=1 << 40)
+    assert store._kept.connection is kept
+    far, farther = 0xFFFF_FFFF_0000_0000, 0x0000_0000_FFFF_FFF0  # 32+ bits from the others
+    assert store.add(key="b", fingerprint=far).inserted
+    assert [match.key for match in store.query(fingerprint=far)] == ["b"]
+    assert store._kept.connection is kept
+
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # holds the write lock
+    with pytest.raises(DatabaseUnavailable, match="locked"):
+        store.add(key="c", fingerprint=farther)
+    assert getattr(store._kept, "connection", None) is None
+    blocker.execute("ROLLBACK")
+    rows = blocker.execute("SELECT key FROM simstore_fingerprints ORDER BY key").fetchall()
+    assert rows == [("a",), ("b",)]  # committed, seen from another connection; no "c"
+    assert store.add(key="c", fingerprint=farther).inserted
+    assert store._kept.connection is not kept
+    blocker.close()
     store.close()

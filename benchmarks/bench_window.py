@@ -1,0 +1,114 @@
+"""The seeds' workload on SQLite: N fingerprints kept over a two-day window, queried, then purged.
+
+    python benchmarks/bench_window.py --rows 50000000 --queries 2000
+
+Builds (or reuses, from the git-ignored ``benchmarks/data/window/``) a SQLite file holding N random
+fingerprints added evenly over two days, written straight into simstore's tables with the indexes
+rebuilt afterwards (``bench_peers.fill_direct``; add_many would keep every random fingerprint too,
+only far more slowly). Then, through ``SimStore(keep="2d")`` at the end of day 2: k = 3 query
+p50 / p99 (half random, half planted 1-3 bits from a kept fingerprint), disk bytes per row, and
+the process's memory (resident: anonymous, and file pages of the memory-mapped database). Then
+``purge`` at the end of day 3, which must remove day 1 (half the rows and their decision rows) in
+batches of 10,000 while nothing else runs, and the query latency again. The purge changes the file:
+the next run rebuilds it (``--no-purge`` keeps it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from bench_peers import _files, _marker, fill_direct, fingerprints, remove_database
+from bench_store import near, percentile
+
+from simstore.store import SimStore
+
+HERE = Path(__file__).resolve().parent
+DAY1 = datetime(2026, 3, 1)
+END_OF_DAY2 = DAY1 + timedelta(days=2) - timedelta(minutes=1)
+DAY3_ENDS = DAY1 + timedelta(days=3)  # keep 2 days: day 1 is out, day 2 is in
+
+
+def memory() -> dict[str, int]:
+    """This process's resident memory in MiB: anonymous and file-backed (the mapped database)."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "RssAnon", "RssFile"):
+            fields[name] = int(value.split()[0]) // 1024
+    return fields
+
+
+def latencies(store: SimStore, queries: list[int], now: datetime) -> tuple[float, float, int]:
+    """p50 and p99 (us) of k = 3 queries at ``now``, and how many found something."""
+    samples, found = [], 0
+    for value in queries:
+        start = time.perf_counter()
+        found += bool(store.query(fingerprint=value, now=now))
+        samples.append((time.perf_counter() - start) * 1e6)
+    return percentile(samples, 0.5), percentile(samples, 0.99), found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=50_000_000)
+    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-purge", action="store_true", help="measure queries only")
+    parser.add_argument("--data-dir", type=Path, default=HERE / "data" / "window")
+    args = parser.parse_args()
+
+    values = fingerprints(args.rows, args.seed)
+    path = args.data_dir / f"window-n{args.rows}-s{args.seed}.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not _marker(path).exists():
+        remove_database(path)
+        print(f"building {path} ({args.rows:,} rows over two days) ...", flush=True)
+        started = time.perf_counter()
+        with SimStore(f"sqlite:///{path}", verification=None) as store:
+            fill_direct(path, store, values, DAY1, timedelta(days=2))
+        print(f"  built in {time.perf_counter() - started:,.0f} s", flush=True)
+        _marker(path).write_text(f'{{"rows": {args.rows}}}\n')
+
+    rng = random.Random(args.seed)
+    picks = rng.sample(range(args.rows), args.queries // 2)
+    queries = [rng.getrandbits(64) for _ in range(args.queries - len(picks))]
+    queries += [near(int(values[i]), rng, rng.randrange(1, 4)) for i in picks]
+    rng.shuffle(queries)
+    del values
+    disk = sum(file.stat().st_size for file in _files(path)[:2] if file.exists())
+
+    store = SimStore(f"sqlite:///{path}", keep="2d", verification=None)
+    latencies(store, queries[: args.queries // 4], END_OF_DAY2)  # warm-up
+    p50, p99, found = latencies(store, queries, END_OF_DAY2)
+    print(f"SQLite, {args.rows:,} rows over two days, keep 2d, k = 3, {len(queries):,} queries")
+    print(f"  query p50 {p50:,.0f} us, p99 {p99:,.0f} us (found {found}, planted {len(picks)})")
+    print(f"  disk {disk / 2**30:.2f} GiB = {disk / args.rows:.0f} bytes per row (with decisions)")
+    print(f"  memory after the queries (MiB): {memory()}")
+    if args.no_purge:
+        store.close()
+        return
+    _marker(path).unlink()  # the purge changes the file
+    started = time.perf_counter()
+    purged = store.purge(now=DAY3_ENDS)
+    seconds = time.perf_counter() - started
+    kept = store.stats().kept
+    print(
+        f"  purge of day 1: {purged:,} rows (fingerprints and decisions) in {seconds:,.0f} s "
+        f"= {purged / seconds:,.0f} rows/s; {kept:,} kept"
+    )
+    if kept != args.rows - args.rows // 2:
+        raise SystemExit(f"expected {args.rows - args.rows // 2:,} rows after the purge")
+    p50, p99, found = latencies(store, queries, DAY3_ENDS)
+    print(f"  after the purge: query p50 {p50:,.0f} us, p99 {p99:,.0f} us (found {found})")
+    print(f"  memory (MiB): {memory()}")
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
