@@ -324,6 +324,13 @@ def main() -> None:
         )
         ratio = f"{p50 / floor:.2f}x" if floor else "-"
         print(f"{name:40} {p50:9.0f} {percentile(samples, 0.99):9.0f} {ratio:>9}  {note}")
+    if args.fill != "existing":  # leave a server's database as it was found
+        with store._bound_engine.begin() as connection:
+            for table in ("simstore_minhash", "simstore_decisions", "simstore_fingerprints"):
+                connection.exec_driver_sql(f"DELETE FROM {table} WHERE ns_id = {int(store._ns_id)}")
+            connection.exec_driver_sql(
+                f"DELETE FROM simstore_namespaces WHERE id = {int(store._ns_id)}"
+            )
     store.close()
 
 
