@@ -31,6 +31,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from simstore.db import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES
 from simstore.encoding import bands, from_signed, to_signed
 from simstore.store import SimStore
 
@@ -59,7 +60,7 @@ class RawSqlite:
     """The floor: the same 4-band UNION ALL through the sqlite3 module, same file, same indexes."""
 
     def __init__(self, url: str, namespace: str) -> None:
-        self.connection = sqlite3.connect(url.removeprefix("sqlite:///"))
+        self.connection = _raw_connection(Path(url.removeprefix("sqlite:///")))
         row = self.connection.execute(
             "SELECT id FROM simstore_namespaces WHERE name = ?", (namespace,)
         ).fetchone()
@@ -109,8 +110,15 @@ def write_rows(path: Path, ns_id: int, start: int, values: list[int]) -> None:
 
 
 def _raw_connection(path: Path) -> sqlite3.Connection:
+    """A floor's connection, set up as simstore's own (WAL, page cache, memory map)."""
     connection = sqlite3.connect(path, isolation_level=None)
-    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "cache_size=-65536"):
+    pragmas = (
+        "journal_mode=WAL",
+        "synchronous=NORMAL",
+        f"cache_size=-{SQLITE_CACHE_KIB}",
+        f"mmap_size={SQLITE_MMAP_BYTES}",
+    )
+    for pragma in pragmas:
         connection.execute(f"PRAGMA {pragma}")
     return connection
 
