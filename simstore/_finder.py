@@ -75,13 +75,6 @@ class BandIndex:
         for band, value in enumerate(own_bands):
             self._bands[band].setdefault(value, []).append(position)
 
-    def equal(self, own_bands: Sequence[int], radius: int) -> set[int]:
-        """Positions sharing one of bands 0..radius exactly: every candidate when radius <= 3."""
-        found: set[int] = set()
-        for band in range(radius + 1):
-            found.update(self._bands[band].get(own_bands[band], ()))
-        return found
-
     def lookup(self, probe: Mapping[int, Iterable[int]]) -> set[int]:
         found: set[int] = set()
         for band, values in probe.items():
@@ -120,13 +113,9 @@ class BatchIndex:
     def candidates(self, item: Item) -> list[int]:
         """Positions of the kept items that ``item`` must be confirmed against."""
         value, radius = item.fingerprint, item.radius
-        if radius <= EXACT_BAND_RADIUS:
-            near = self._bands.equal(item.own_bands, radius)
-        else:
-            near = self._bands.lookup(band_values(value, radius))
         found = {
             position
-            for position in near
+            for position in self._bands.lookup(band_values(value, radius, item.own_bands))
             if (self._kept[position].fingerprint ^ value).bit_count() <= radius
             and by_radius(item, self._kept[position].signature)
         }
@@ -261,12 +250,8 @@ class Finder:
         for item, pairs, search in zip(items, by_pairs, searching, strict=True):
             if not search or pairs:
                 continue
-            if item.radius <= EXACT_BAND_RADIUS:
-                for band in range(item.radius + 1):
-                    per_band[band].add(item.own_bands[band])
-            else:
-                for band, values in band_values(item.fingerprint, item.radius).items():
-                    per_band[band].update(values)
+            for band, values in band_values(item.fingerprint, item.radius, item.own_bands).items():
+                per_band[band].update(values)
         params = self._window_params(min(moments))
         stored = {
             row_id: value & MASK64 for row_id, value in self._band_rows(conn, per_band, params)
@@ -302,7 +287,7 @@ class Finder:
                 own = dict(zip(_SINGLE_VALUE_NAMES[:size], item.own_bands[:size], strict=True))
                 rows = statement.run(conn, {**params, **own})
             else:
-                probe = band_values(item.fingerprint, item.radius)
+                probe = band_values(item.fingerprint, item.radius, item.own_bands)
                 per_band = [probe.get(band, set()) for band in range(BAND_COUNT)]
                 rows = self._band_rows(conn, per_band, params)
             query, radius = item.fingerprint, item.radius

@@ -71,8 +71,8 @@ def create_engine_for(url: str | URL) -> Engine:
                 f"cannot open {redact(parsed)}: folder {Path(database).parent} does not exist"
             )
         else:
-            # SimStore keeps one query connection per reading thread (SimStore._kept_connection):
-            # never make writers wait for the pool because of them
+            # SimStore keeps one connection per thread that uses it (SimStore._kept_connection):
+            # never make other threads wait for the pool because of them
             kwargs["max_overflow"] = -1
     else:
         kwargs["pool_pre_ping"] = True
@@ -127,10 +127,5 @@ def translate_errors(url: str | URL) -> Iterator[None]:
     except exc.DBAPIError as error:
         if isinstance(error, exc.IntegrityError):
             raise
-        raise unavailable(error, url) from error
-
-
-def unavailable(error: exc.DBAPIError, url: str | URL) -> DatabaseUnavailable:
-    """The DatabaseUnavailable that ``translate_errors`` raises for a driver error."""
-    reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
-    return DatabaseUnavailable(f"database {redact(url)}: {reason}")
+        reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+        raise DatabaseUnavailable(f"database {redact(url)}: {reason}") from error

@@ -9,6 +9,7 @@ the pigeonhole rule: r + 1 bands looked up for equality.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from itertools import combinations
 
@@ -36,9 +37,12 @@ def flip_masks(radius: int) -> tuple[int, ...]:
     return tuple(masks)
 
 
-def band_values(fingerprint: int, radius: int) -> dict[int, set[int]]:
-    """For each probed band, the set of band values whose rows are candidates."""
-    own = bands(fingerprint)
+def band_values(
+    fingerprint: int, radius: int, own: Sequence[int] | None = None
+) -> dict[int, set[int]]:
+    """For each probed band, the set of band values whose rows are candidates (``own``: the
+    fingerprint's bands, when the caller has split them already)."""
+    own = bands(fingerprint) if own is None else own
     if radius < BAND_COUNT:  # the pigeonhole case, the common one: equality on bands 0..r
         return {band: {own[band]} for band in range(radius + 1)}
     wanted: dict[int, set[int]] = {}

@@ -39,7 +39,7 @@ from simstore._finder import (
     sort_matches,
 )
 from simstore._version import __version__
-from simstore.db import redact, resolve_bind, translate_errors, unavailable
+from simstore.db import redact, resolve_bind, translate_errors
 from simstore.encoding import check_fingerprint, from_signed, to_hex, to_signed
 from simstore.errors import (
     BatchFailed,
@@ -213,10 +213,8 @@ class SimStore:
                 try:
                     with kept.begin():
                         yield kept
-                except SimstoreError:
-                    raise  # raised by simstore's checks: the rollback left the connection clean
-                except BaseException:
-                    self._drop_kept(kept)
+                except BaseException as error:
+                    self._retire_after(kept, error)
                     raise
                 return
             with self._engine.connect() as conn:
@@ -257,10 +255,12 @@ class SimStore:
                 kept = self._kept.connection = self._engine.connect()
         return kept
 
-    def _drop_kept(self, kept: Connection) -> None:
-        """Never reuse a kept connection that saw an error: its state is unknown."""
-        self._kept.connection = None
-        kept.close()
+    def _retire_after(self, kept: Connection, error: BaseException) -> None:
+        """Close a kept connection after an error, unless simstore's own checks raised it (the
+        rollback left it clean): after a driver error its state is unknown."""
+        if not isinstance(error, SimstoreError):
+            self._kept.connection = None
+            kept.close()
 
     def close(self) -> None:
         """Release the engine simstore made for a URL (a caller's engine is left alone)."""
@@ -441,13 +441,12 @@ class SimStore:
             with self._reading() as conn:
                 matches = self._finder.find(conn, [item], [moment], fresh=False)[0]
         else:
-            try:
-                matches = self._finder.find(kept, [item], [moment], fresh=False)[0]
-            except BaseException as error:
-                self._drop_kept(kept)
-                if isinstance(error, exc.DBAPIError) and not isinstance(error, exc.IntegrityError):
-                    raise unavailable(error, self._bound_engine.url) from error
-                raise
+            with translate_errors(self._bound_engine.url):
+                try:
+                    matches = self._finder.find(kept, [item], [moment], fresh=False)[0]
+                except BaseException as error:
+                    self._retire_after(kept, error)
+                    raise
         return matches[:limit] if limit else matches
 
     # --- public API: add --------------------------------------------------------------------------
