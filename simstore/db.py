@@ -114,6 +114,27 @@ def resolve_bind(bind: object) -> tuple[Engine | None, Connection | None]:
     )
 
 
+@contextlib.contextmanager
+def connection_for(bind: object, *, begin: bool = False) -> Iterator[Connection]:
+    """A Connection on ``bind``: the caller's own as it is (inside its transaction), else a new one.
+
+    A new connection is closed afterwards, with its transaction committed on success when
+    ``begin``; an engine made here from a URL is disposed. Driver errors become
+    DatabaseUnavailable.
+    """
+    engine, connection = resolve_bind(bind)
+    if connection is not None:
+        yield connection
+        return
+    assert engine is not None  # noqa: S101 - resolve_bind sets exactly one
+    try:
+        with translate_errors(engine.url), engine.begin() if begin else engine.connect() as own:
+            yield own
+    finally:
+        if isinstance(bind, (str, URL)):
+            engine.dispose()
+
+
 def default_url() -> str:
     """``SIMSTORE_URL`` if set, else ``sqlite:///simstore.db`` (used by the CLI only)."""
     return os.environ.get("SIMSTORE_URL") or "sqlite:///simstore.db"

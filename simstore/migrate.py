@@ -1,22 +1,23 @@
 """Schema migrations: simstore runs its own alembic scripts, with a version table of its own.
 
 ``upgrade(bind)`` brings a database to the packaged head; ``current(bind)`` names its revision;
-``check(bind)`` raises SchemaOutOfDate (naming the command to run) unless it is at head.
+``status(bind)`` says whether it is at head and, when not, what to run; ``check(bind)`` raises
+SchemaOutOfDate (naming the command to run) unless it is at head. The CLI, the Flask commands
+and the Django management command all show a ``Status`` the same way.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import URL, Connection
 
 from simstore import schema
-from simstore.db import redact, resolve_bind, translate_errors
+from simstore.db import connection_for, redact, translate_errors
 from simstore.errors import SchemaOutOfDate
 
 VERSION_TABLE = "simstore_alembic_version"
@@ -47,24 +48,9 @@ def head() -> str:
     return revision
 
 
-@contextlib.contextmanager
-def _connection(bind: object) -> Iterator[Connection]:
-    engine, connection = resolve_bind(bind)
-    if connection is not None:
-        yield connection
-        return
-    assert engine is not None  # noqa: S101 - resolve_bind sets exactly one
-    with translate_errors(engine.url), engine.connect() as own:
-        yield own
-
-
-def _url_of(connection: Connection) -> str:
-    return redact(connection.engine.url)
-
-
 def current(bind: object) -> str | None:
     """The revision the database is at, or None when simstore's schema was never created."""
-    with _connection(bind) as connection, translate_errors(connection.engine.url):
+    with connection_for(bind) as connection, translate_errors(connection.engine.url):
         context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
         revision = context.get_current_revision()
         if _owns(bind) and connection.in_transaction():
@@ -80,7 +66,7 @@ def upgrade(bind: object, revision: str = "heads") -> str:
     """Run the migrations up to ``revision`` (default: the newest); returns the revision reached."""
     from alembic import command
 
-    with _connection(bind) as connection, translate_errors(connection.engine.url):
+    with connection_for(bind) as connection, translate_errors(connection.engine.url):
         config = _config(connection)
         if _owns(bind):
             if connection.dialect.name == "sqlite":
@@ -101,16 +87,37 @@ def upgrade_command(url: str) -> str:
     return f"simstore db upgrade --db '{url}'"
 
 
-def check(bind: object) -> str:
-    """Return the current revision if it is the packaged head, else raise SchemaOutOfDate."""
-    with _connection(bind) as connection:
-        url = _url_of(connection)
+@dataclass(frozen=True)
+class Status:
+    """Where a database's schema stands against this simstore's migrations."""
+
+    url: str  # the database, its password hidden
+    revision: str | None  # None: simstore's schema was never created there
+    head: str  # the newest revision this simstore ships
+    error: str | None  # why the schema is not usable, naming the command that fixes it
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.error is None
+
+    @property
+    def message(self) -> str:
+        """One line for people: ``<url>: <revision> (head)`` or ``(head is <head>)``."""
+        revision = self.revision or "none (no simstore schema yet)"
+        state = "head" if self.up_to_date else f"head is {self.head}"
+        return f"{self.url}: {revision} ({state})"
+
+
+def status(bind: object) -> Status:
+    """The revision of the database, the packaged head, and what to run when they differ."""
+    with connection_for(bind) as connection:
+        url = redact(bind if isinstance(bind, (str, URL)) else connection.engine.url)
         at = current(connection)
         if _owns(bind) and connection.in_transaction():
             connection.rollback()
     newest = head()
     if at == newest:
-        return at
+        return Status(url, at, newest, None)
     if at is None:
         state = "has no simstore schema yet"
     else:
@@ -118,6 +125,15 @@ def check(bind: object) -> str:
             script.revision for script in ScriptDirectory.from_config(_config()).walk_revisions()
         }
         state = f"is at revision {at}" + ("" if at in known else " (newer than this simstore)")
-    raise SchemaOutOfDate(
+    error = (
         f"database {url} {state}; simstore {newest} needs it upgraded: run {upgrade_command(url)}"
     )
+    return Status(url, at, newest, error)
+
+
+def check(bind: object) -> str:
+    """Return the current revision if it is the packaged head, else raise SchemaOutOfDate."""
+    found = status(bind)
+    if found.error is not None:
+        raise SchemaOutOfDate(found.error)
+    return found.head

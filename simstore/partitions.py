@@ -1,8 +1,9 @@
 """PostgreSQL native range partitioning by time, an opt-in: purging then drops whole partitions.
 
-``simstore db partition --interval 1d --keep 2d`` (or ``enable(url, interval=..., keep=...)``)
-turns ``simstore_fingerprints`` and ``simstore_decisions`` into tables partitioned by RANGE on
-their time column (``added_at``, ``decided_at``), in one transaction:
+``simstore db partition --interval 1d --keep 2d`` (or ``enable(bind, interval=..., keep=...)``,
+``bind`` a URL, an Engine or a Connection) turns ``simstore_fingerprints`` and
+``simstore_decisions`` into tables partitioned by RANGE on their time column (``added_at``,
+``decided_at``), in one transaction:
 
 * the existing table becomes the partition of everything before the first boundary (no copy;
   PostgreSQL scans it once to check the bound and builds its new key indexes);
@@ -33,6 +34,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from simstore.db import connection_for
 from simstore.errors import InvalidInput
 from simstore.retention import EPOCH, parse_duration, utc_naive
 from simstore.schema import settings
@@ -83,7 +85,7 @@ def _floor(moment: datetime, interval: timedelta) -> datetime:
 
 
 def enable(
-    conn: Connection,
+    bind: object,
     *,
     interval: str | timedelta | float,
     keep: str | timedelta | float,
@@ -91,8 +93,23 @@ def enable(
 ) -> Partitioning:
     """Partition both tables (or, when they are already, update ``keep`` and make partitions).
 
-    Runs in the caller's transaction on ``conn``; the schema must be at the head revision.
+    ``bind`` is a URL, an Engine or a Connection. On a Connection it runs in the caller's
+    transaction and never commits it; otherwise in a transaction of its own, committed at the end.
+    The schema must be at the head revision (SchemaOutOfDate names the command to run).
     """
+    from simstore import migrate
+
+    with connection_for(bind, begin=True) as conn:
+        migrate.check(conn)
+        return _enable(conn, interval, keep, now)
+
+
+def _enable(
+    conn: Connection,
+    interval: str | timedelta | float,
+    keep: str | timedelta | float,
+    now: datetime | None,
+) -> Partitioning:
     if conn.dialect.name != "postgresql":
         raise InvalidInput(
             f"native partitioning is a PostgreSQL feature; {conn.dialect.name} databases purge "
@@ -190,18 +207,19 @@ def _convert(conn: Connection, table: str, column: str, first: datetime) -> None
     conn.execute(sa.text(f"CREATE TABLE {table}_p_default PARTITION OF {table} DEFAULT"))
 
 
-def partition_names(conn: Connection, table: str) -> list[str]:
-    """The partitions of ``table``, by name."""
-    return [
-        str(name)
-        for name in conn.execute(
-            sa.text(
-                "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-                "WHERE i.inhparent = CAST(:t AS regclass) ORDER BY c.relname"
-            ),
-            {"t": table},
-        ).scalars()
-    ]
+def partition_names(bind: object, table: str) -> list[str]:
+    """The partitions of ``table``, by name (``bind``: a URL, an Engine or a Connection)."""
+    with connection_for(bind) as conn:
+        return [
+            str(name)
+            for name in conn.execute(
+                sa.text(
+                    "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                    "WHERE i.inhparent = CAST(:t AS regclass) ORDER BY c.relname"
+                ),
+                {"t": table},
+            ).scalars()
+        ]
 
 
 def _bounds(name: str, table: str, layout: Partitioning) -> tuple[datetime, datetime] | None:

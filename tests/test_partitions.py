@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from simstore import migrate, partitions
 from simstore.db import create_engine_for
-from simstore.errors import InvalidInput, KeyConflict
+from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
 from simstore.store import SimStore
 
 from .conftest import new_server_database
@@ -190,3 +190,28 @@ def test_cli_partitions_postgresql_and_refuses_other_databases(tmp_path: Path) -
     SimStore(sqlite_url).close()
     refused = cli("db", "partition", db=sqlite_url)
     assert refused.returncode == 4 and "PostgreSQL" in refused.stderr  # 4: invalid input
+
+
+def test_enable_takes_a_url_checks_the_schema_and_commits() -> None:
+    fresh = new_server_database("postgresql")
+    with pytest.raises(SchemaOutOfDate, match="simstore db upgrade"):
+        partitions.enable(fresh, interval="1d", keep="2d", now=DAY0)
+    migrate.upgrade(fresh)
+    layout = partitions.enable(fresh, interval="1d", keep="3d", now=DAY0)
+    assert layout.keep == timedelta(days=3) and layout.interval == timedelta(days=1)
+    # committed: another connection sees the partitions (by URL too)
+    names = partitions.partition_names(fresh, "simstore_fingerprints")
+    assert names == _names(fresh) and "simstore_fingerprints_p_legacy" in names
+    engine = create_engine_for(fresh)
+    try:
+        with engine.connect() as conn:
+            assert partitions.read(conn) == layout
+    finally:
+        engine.dispose()
+
+
+def test_enable_on_sqlite_is_refused_with_the_reason(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    migrate.upgrade(url)
+    with pytest.raises(InvalidInput, match="PostgreSQL feature"):
+        partitions.enable(url, interval="1d", keep="2d")

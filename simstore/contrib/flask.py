@@ -97,15 +97,20 @@ def _command_group() -> click.Group:
 
     @database.command("upgrade", help="Upgrade simstore's tables to this version's schema.")
     def upgrade() -> None:
-        click.echo(migrate.upgrade(bind_for(current_app)))
+        bind = bind_for(current_app)
+        migrate.upgrade(bind)
+        click.echo(migrate.status(bind).message)
 
     @database.command("current", help="Show the schema revision of the database.")
     def current() -> None:
-        click.echo(migrate.current(bind_for(current_app)) or "none")
+        click.echo(migrate.status(bind_for(current_app)).message)
 
     @database.command("check", help="Exit non-zero unless the schema is up to date.")
     def check() -> None:
-        click.echo(migrate.check(bind_for(current_app)))
+        status = migrate.status(bind_for(current_app))
+        if status.error is not None:
+            raise click.ClickException(status.error)
+        click.echo(status.message)
 
     @group.command("stats", help="Counts of kept fingerprints and decisions.")
     def stats() -> None:

@@ -26,13 +26,13 @@ class Command(BaseCommand):
                     self.stdout.write(f"{name}: {value}")
                 return
             sub = options["subaction"]
-            if sub == "upgrade":
-                self.stdout.write(migrate.upgrade(store_url()))
-            elif sub == "current":
-                self.stdout.write(migrate.current(store_url()) or "none")
-            elif sub == "check":
-                self.stdout.write(migrate.check(store_url()))
-            else:
+            if sub is None:
                 raise CommandError("say what to do: simstore db upgrade|current|check")
+            if sub == "upgrade":
+                migrate.upgrade(store_url())
+            status = migrate.status(store_url())
+            if sub == "check" and status.error is not None:
+                raise CommandError(status.error)
+            self.stdout.write(status.message)
         except SimstoreError as error:
             raise CommandError(str(error)) from error
