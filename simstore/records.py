@@ -1,7 +1,8 @@
 """Reading ingest input: JSON lines, CSV and plain lines into records, bad ones kept apart.
 
-A bad record (invalid JSON, a missing or non-text field) becomes a ``BadRecord`` with its file and
-line number instead of an exception, so that the good records around it are never lost.
+A bad record (invalid JSON, a missing or non-text field) becomes a ``simstore.ingest.Rejected``
+with its file and line number instead of an exception, so that the good records around it are
+never lost: ``simstore.ingest.ingest`` passes it through in its place.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import click
 
 from simstore.errors import InvalidInput
+from simstore.ingest import Rejected
 
 FORMATS = ("jsonl", "csv", "lines")
 _FORMAT_OF_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".txt": "lines"}
@@ -35,16 +37,8 @@ class Record:
     data: dict[str, Any]
 
 
-@dataclass
-class BadRecord:
-    """A record that cannot be added: where it is and why."""
-
-    source: str
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.source}:{self.line}: {self.reason}"
+def _bad(source: str, line: int, reason: str) -> Rejected:
+    return Rejected(None, reason, source, line)
 
 
 @dataclass(frozen=True)
@@ -81,58 +75,52 @@ def _lines(path: str) -> Iterator[tuple[int, str | None]]:
             yield number, line.rstrip("\r\n")
 
 
-def _make(
-    source: str, line: int, data: dict[str, Any], options: InputOptions
-) -> Record | BadRecord:
+def _make(source: str, line: int, data: dict[str, Any], options: InputOptions) -> Record | Rejected:
     text = data.get(options.text_field)
     if text is None:
-        return BadRecord(source, line, f"no {options.text_field!r} field")
+        return _bad(source, line, f"no {options.text_field!r} field")
     if not isinstance(text, str):
-        return BadRecord(
-            source, line, f"{options.text_field!r} is {type(text).__name__}, not a string"
-        )
+        return _bad(source, line, f"{options.text_field!r} is {type(text).__name__}, not a string")
     if not text.strip():
-        return BadRecord(source, line, f"{options.text_field!r} is empty")
+        return _bad(source, line, f"{options.text_field!r} is empty")
     key = data.get(options.key_field)
     if key is None:
         key = f"{source}:{line}"
     elif isinstance(key, int) and not isinstance(key, bool):
         key = str(key)
     elif not isinstance(key, str) or not key:
-        return BadRecord(
-            source, line, f"{options.key_field!r} must be a non-empty string or an integer"
-        )
+        return _bad(source, line, f"{options.key_field!r} must be a non-empty string or an integer")
     return Record(source, line, key, text, data)
 
 
-def _read_jsonl(path: str, source: str, options: InputOptions) -> Iterator[Record | BadRecord]:
+def _read_jsonl(path: str, source: str, options: InputOptions) -> Iterator[Record | Rejected]:
     for number, line in _lines(path):
         if line is None:
-            yield BadRecord(source, number, "not UTF-8")
+            yield _bad(source, number, "not UTF-8")
             continue
         if not line.strip():
             continue
         try:
             data = json.loads(line)
         except json.JSONDecodeError as error:
-            yield BadRecord(source, number, f"invalid JSON: {error.msg} at column {error.colno}")
+            yield _bad(source, number, f"invalid JSON: {error.msg} at column {error.colno}")
             continue
         if not isinstance(data, dict):
-            yield BadRecord(source, number, f"a JSON {type(data).__name__}, not an object")
+            yield _bad(source, number, f"a JSON {type(data).__name__}, not an object")
             continue
         yield _make(source, number, data, options)
 
 
-def _read_lines(path: str, source: str, options: InputOptions) -> Iterator[Record | BadRecord]:
+def _read_lines(path: str, source: str, options: InputOptions) -> Iterator[Record | Rejected]:
     for number, line in _lines(path):
         if line is None:
-            yield BadRecord(source, number, "not UTF-8")
+            yield _bad(source, number, "not UTF-8")
         elif line.strip():
             data = {options.key_field: f"{source}:{number}", options.text_field: line}
             yield _make(source, number, data, options)
 
 
-def _read_csv(path: str, source: str, options: InputOptions) -> Iterator[Record | BadRecord]:
+def _read_csv(path: str, source: str, options: InputOptions) -> Iterator[Record | Rejected]:
     undecodable: list[int] = []
     consumed = 0
 
@@ -154,10 +142,10 @@ def _read_csv(path: str, source: str, options: InputOptions) -> Iterator[Record 
         except StopIteration:
             break
         except csv.Error as error:
-            yield BadRecord(source, start, f"invalid CSV: {error}")
+            yield _bad(source, start, f"invalid CSV: {error}")
             continue
         while undecodable:
-            yield BadRecord(source, undecodable.pop(0), "not UTF-8")
+            yield _bad(source, undecodable.pop(0), "not UTF-8")
         if not row:
             continue
         if header is None:
@@ -169,7 +157,7 @@ def _read_csv(path: str, source: str, options: InputOptions) -> Iterator[Record 
                 )
             continue
         if len(row) != len(header):
-            yield BadRecord(source, start, f"{len(row)} fields, the header has {len(header)}")
+            yield _bad(source, start, f"{len(row)} fields, the header has {len(header)}")
             continue
         yield _make(source, start, dict(zip(header, row, strict=True)), options)
 
@@ -177,10 +165,7 @@ def _read_csv(path: str, source: str, options: InputOptions) -> Iterator[Record 
 _READERS = {"jsonl": _read_jsonl, "csv": _read_csv, "lines": _read_lines}
 
 
-def read_records(paths: Iterable[str], options: InputOptions) -> Iterator[Record | BadRecord]:
+def read_records(paths: Iterable[str], options: InputOptions) -> Iterator[Record | Rejected]:
     for path in paths:
         source = STDIN_NAME if path == "-" else path
         yield from _READERS[format_of(path, options.format)](path, source, options)
-
-
-# --- adding records: ingest and dedup ----------------------------------------------------------

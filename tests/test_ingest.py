@@ -11,7 +11,7 @@ import pytest
 
 from simstore.errors import DatabaseUnavailable, InvalidInput
 from simstore.ingest import Rejected, ingest
-from simstore.records import Record
+from simstore.records import InputOptions, Record, read_records
 from simstore.results import Decision
 from simstore.store import SimStore
 
@@ -101,6 +101,22 @@ def test_strict_stops_at_the_first_bad_record_and_keeps_the_ones_before(
     assert summary(outcomes) == [("ferry", "kept"), ("library", "kept"), ("empty", "rejected")]
     assert store.get("library") is not None
     assert store.get("market") is None
+
+
+def test_a_readers_rejected_record_is_passed_through_in_its_place(
+    store: SimStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        f'{{"id": "ferry", "text": "{FERRY}"}}\nnot json\n{{"id": "market", "text": "{MARKET}"}}\n',
+        encoding="utf-8",
+    )
+    options = InputOptions("jsonl", "text", "id", strict=False, batch_size=10, max_distance=None)
+    outcomes = list(ingest(store, read_records([str(path)], options)))
+    assert summary(outcomes) == [("ferry", "kept"), (None, "rejected"), ("market", "kept")]
+    rejected = outcomes[1]
+    assert isinstance(rejected, Rejected)
+    assert str(rejected).startswith(f"{path}:2: invalid JSON")
 
 
 def test_store_rejections_name_the_records_source_and_line(store: SimStore) -> None:

@@ -1,0 +1,19 @@
+"""The ``simstore`` command: a thin shell over the public API.
+
+Each command opens the store (or the migration helpers), calls one public function and prints the
+result, as text for people or as one JSON document with ``--json``. The logic lives in the
+library; what lives here is declaring options, showing results and turning errors into exit codes:
+
+- ``_app``: the ``main`` group, its global options, ``Settings``, errors -> exit codes;
+- ``output``: tables, label/value lines, JSON emit, the JSON shapes of matches and decisions;
+- ``commands.ingest``: ``ingest`` and ``dedup`` (records from ``simstore.records``, added by
+  ``simstore.ingest.ingest``);
+- ``commands.store``: ``query``, ``show``, ``explain``, ``purge``, ``stats``;
+- ``commands.fingerprints``: ``fingerprint``, ``presets`` (no database);
+- ``commands.db``: ``db upgrade``, ``db current``, ``db check``, ``db partition``.
+"""
+
+from simstore.cli._app import main
+from simstore.cli.commands import db, fingerprints, ingest, store  # noqa: F401 - importing registers
+
+__all__ = ["main"]

@@ -1,0 +1,5 @@
+"""``python -m simstore.cli``."""
+
+from simstore.cli import main
+
+main(prog_name="simstore")

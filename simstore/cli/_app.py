@@ -1,0 +1,187 @@
+"""The ``simstore`` group: global options declared once, the Settings they make, exit codes.
+
+``SIMSTORE_URL`` is read here and nowhere else (through ``simstore.db.default_url``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+from urllib.parse import quote_plus
+
+import click
+
+from simstore.db import default_url
+from simstore.errors import (
+    DatabaseUnavailable,
+    InvalidInput,
+    KeyConflict,
+    PresetMismatch,
+    SchemaOutOfDate,
+    SimstoreError,
+)
+
+if TYPE_CHECKING:
+    from simstore.store import SimStore
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The global options, resolved once by the ``main`` group."""
+
+    url: str
+    namespace: str
+    preset: str | None
+    json: bool
+    quiet: bool
+    debug: bool
+
+
+class Failure(click.ClickException):
+    """An error shown as one line ``simstore: error: ...``; exit 1 (bad records, check failed)."""
+
+    exit_code = 1
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"simstore: error: {self.format_message()}", err=True)
+
+
+class DatabaseFailure(Failure):
+    """The database is unavailable or its schema is out of date."""
+
+    exit_code = 3
+
+
+class InputFailure(Failure):
+    """Invalid input: a text, key, preset, distance or duration simstore refuses."""
+
+    exit_code = 4
+
+
+def failure_for(error: SimstoreError) -> type[Failure]:
+    """How a simstore error is shown: exit 3 for the database, 4 for invalid input, else 1."""
+    cause = error.__cause__ if isinstance(error.__cause__, SimstoreError) else error
+    if isinstance(cause, (DatabaseUnavailable, SchemaOutOfDate)):
+        return DatabaseFailure
+    if isinstance(cause, (InvalidInput, PresetMismatch, KeyConflict)):
+        return InputFailure
+    return Failure
+
+
+def _without_password(message: str, url: str) -> str:
+    """Belt and braces: the library redacts URLs, and a password never reaches the terminal."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        password = make_url(url).password
+    except ArgumentError:
+        return message.replace(url, "<unparseable database URL>")
+    if password and len(str(password)) >= 4:
+        for form in {str(password), quote_plus(str(password))}:
+            message = message.replace(form, "***")
+    return message
+
+
+class _Main(click.Group):
+    """Turns simstore's errors into one line on stderr and an exit code (traceback: --debug)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SimstoreError as error:
+            settings = ctx.find_object(Settings)
+            url = settings.url if settings else default_url()
+            if settings and settings.debug:
+                traceback.print_exc()
+            raise failure_for(error)(_without_password(str(error), url)) from error
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except OSError as error:
+            raise InputFailure(str(error)) from error
+        except Exception as error:
+            settings = ctx.find_object(Settings)
+            if settings and settings.debug:
+                raise
+            message = f"unexpected {type(error).__name__}: {error} (--debug shows the traceback)"
+            raise Failure(message) from error
+
+
+@click.group(
+    cls=_Main,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="""\b
+Exit codes:
+  0  ok
+  1  bad records (skipped, or the run stopped at one with --strict),
+     db check failed, key not found, or an unexpected error
+  2  usage error (unknown option, missing argument, unreadable file)
+  3  database unavailable, or its schema is out of date (run: simstore db upgrade)
+  4  invalid input (bad text, key, preset, distance or duration)
+
+Errors are one line on stderr: "simstore: error: ..."; --debug adds the traceback.""",
+)
+@click.version_option(package_name="simstore", prog_name="simstore")
+@click.option(
+    "--db",
+    "url",
+    metavar="URL",
+    help="SQLAlchemy database URL [default: $SIMSTORE_URL, else sqlite:///simstore.db here]. "
+    "SQLite files are created and upgraded on open; servers need 'simstore db upgrade' first.",
+)
+@click.option("--namespace", default="default", show_default=True, help="Namespace in the store.")
+@click.option(
+    "--preset",
+    help="Fingerprint preset (see 'simstore presets'); default: the namespace's own, or "
+    "'default' for a new namespace.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no ingest/dedup summary.")
+@click.option("--debug", is_flag=True, help="Log to stderr and show tracebacks of errors.")
+@click.pass_context
+def main(
+    ctx: click.Context,
+    url: str | None,
+    namespace: str,
+    preset: str | None,
+    as_json: bool,
+    quiet: bool,
+    debug: bool,
+) -> None:
+    """simstore: durable near-duplicate detection of text with 64-bit SimHash in SQL.
+
+    Add texts with 'ingest', filter a file with 'dedup', ask with 'query', and see why a record
+    was judged a duplicate with 'explain'.
+    """
+    if debug:
+        logging.basicConfig(
+            level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(levelname)s: %(message)s"
+        )
+    ctx.obj = Settings(url or default_url(), namespace, preset, as_json, quiet, debug)
+
+
+@contextlib.contextmanager
+def open_store(settings: Settings, **options: Any) -> Iterator[SimStore]:
+    """The store the global options name; ``options`` that are None are left to SimStore."""
+    from simstore.store import SimStore
+
+    given = {name: value for name, value in options.items() if value is not None}
+    with SimStore(
+        settings.url, namespace=settings.namespace, preset=settings.preset, **given
+    ) as store:
+        yield store
+
+
+def read_argument(value: str) -> str:
+    """A TEXT argument, or all of stdin for ``-``."""
+    if value != "-":
+        return value
+    try:
+        return sys.stdin.buffer.read().decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InvalidInput(f"stdin is not UTF-8: {error}") from error

@@ -1,0 +1,1 @@
+"""The commands, one module per kind; importing a module registers its commands on ``main``."""

@@ -1,0 +1,322 @@
+"""``ingest`` and ``dedup``: records read from files, added by ``simstore.ingest.ingest``."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from simstore.cli._app import Failure, Settings, main, open_store
+from simstore.cli.output import emit, pairs
+from simstore.db import redact
+from simstore.errors import InvalidInput
+from simstore.ingest import Rejected, ingest
+from simstore.records import FORMATS, STDIN_NAME, InputOptions, Record, format_of, read_records
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from simstore.results import Decision
+    from simstore.store import SimStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+OnDecision = Callable[[Record, "Decision"], None]
+
+
+@dataclass
+class Tally:
+    """What a run did. Every record read is kept, a duplicate or skipped."""
+
+    kept: int = 0
+    duplicates: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    stopped_at: Rejected | None = None
+    stop_error: InvalidInput | None = None
+
+    @property
+    def read(self) -> int:
+        return self.kept + self.duplicates + self.skipped
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "records read": self.read,
+            "kept": self.kept,
+            "duplicates": self.duplicates,
+            "skipped": self.skipped,
+        }
+
+    @property
+    def rate(self) -> float:
+        return self.read / self.seconds if self.seconds > 0 else 0.0
+
+
+def _warn(progress: Progress | None, message: str) -> None:
+    if progress is not None:
+        progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
+    else:
+        click.echo(message, err=True)
+
+
+def _count(
+    tally: Tally,
+    outcome: Decision | Rejected,
+    record: Record | Rejected,
+    on_decision: OnDecision,
+    options: InputOptions,
+) -> str | None:
+    """Count one outcome (and hand a decision on); the warning to show for a rejected record."""
+    if isinstance(outcome, Rejected):
+        tally.skipped += 1
+        if options.strict:
+            tally.stopped_at = outcome
+            return str(outcome)
+        return f"{outcome} (skipped)"
+    if outcome.inserted:
+        tally.kept += 1
+    else:
+        tally.duplicates += 1
+    if isinstance(record, Record):
+        on_decision(record, outcome)
+    return None
+
+
+def _run(
+    store: SimStore,
+    items: Iterator[Record | Rejected],
+    options: InputOptions,
+    on_decision: OnDecision,
+    progress: Progress | None,
+) -> Tally:
+    """Feed the records to ``ingest``; each outcome is paired with its record (one per record)."""
+    tally = Tally()
+    started = time.perf_counter()
+    fed, read = itertools.tee(items)
+    outcomes = ingest(store, fed, batch_size=options.batch_size, strict=options.strict)
+    try:
+        # one outcome per record, in order; tee holds the records ingest read ahead (a batch)
+        for outcome, record in zip(outcomes, read, strict=False):
+            warning = _count(tally, outcome, record, on_decision, options)
+            if warning is not None:
+                _warn(progress, warning)
+            if progress is not None:
+                progress.update(progress.task_ids[0], completed=tally.read)
+    except InvalidInput as error:  # a file that cannot be read at all: stop after the rest
+        tally.stop_error = error
+    tally.seconds = time.perf_counter() - started
+    return tally
+
+
+def _progress(settings: Settings) -> contextlib.AbstractContextManager[Progress | None]:
+    if settings.quiet or not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description} {task.completed:,} records"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    progress.add_task("adding", total=None)
+    return progress
+
+
+def _summary(
+    settings: Settings, paths: tuple[str, ...], tally: Tally, preset: str, distance: int
+) -> tuple[dict[str, Any], str | None]:
+    """The run's summary: as JSON data, and as text (None with --quiet)."""
+    data = {
+        "db": redact(settings.url),
+        "namespace": settings.namespace,
+        "preset": preset,
+        "max_distance": distance,
+        "read": tally.read,
+        "kept": tally.kept,
+        "duplicates": tally.duplicates,
+        "skipped": tally.skipped,
+        "seconds": round(tally.seconds, 3),
+        "rate": round(tally.rate, 1),
+        "stopped_at": None if tally.stopped_at is None else str(tally.stopped_at),
+    }
+    sources = ", ".join(STDIN_NAME if path == "-" else path for path in paths)
+    counts = {
+        "namespace": f"{settings.namespace} (preset {preset}, max distance {distance})",
+        **{name: f"{count:>9,}" for name, count in tally.counts().items()},
+        "rate": f"{tally.rate:>9,.0f} records/s ({tally.seconds:.2f} s)",
+    }
+    text = None if settings.quiet else f"{sources} -> {redact(settings.url)}\n{pairs(counts)}"
+    return data, text
+
+
+def _finish(tally: Tally) -> None:
+    """The exit of a run: its read error, 1 for a strict stop or skipped records, else 0."""
+    if tally.stop_error is not None:
+        raise tally.stop_error
+    if tally.stopped_at is not None:
+        good = tally.kept + tally.duplicates
+        raise Failure(
+            f"stopped at {tally.stopped_at.where} (--strict); "
+            f"{good} good record{'' if good == 1 else 's'} before it committed"
+        )
+    if tally.skipped:
+        raise click.exceptions.Exit(1)  # the bad records were reported above
+
+
+def _add_records(
+    settings: Settings,
+    paths: tuple[str, ...],
+    options: InputOptions,
+    on_decision: OnDecision,
+    describe: dict[str, Any],
+    *,
+    summary_to_stderr: bool = False,
+) -> None:
+    """The shared body of ingest and dedup: add, print the summary, exit 1 on bad records."""
+    for path in paths:
+        format_of(path, options.format)  # a usage error before anything is opened
+    with (
+        open_store(settings, max_distance=options.max_distance) as store,
+        _progress(settings) as progress,
+    ):
+        tally = _run(store, read_records(paths, options), options, on_decision, progress)
+        label, distance = store.preset.label, store.max_distance
+    data, text = _summary(settings, paths, tally, label, distance)
+    emit(settings, {**describe, **data}, text, err=summary_to_stderr)
+    _finish(tally)
+
+
+def input_options(command: F) -> F:
+    """The options ingest and dedup share, declared once."""
+    decorators = [
+        click.option(
+            "--format",
+            "format_",
+            type=click.Choice(FORMATS),
+            help="Input format [default: from the extension: .jsonl/.ndjson, .csv, .txt]. "
+            "'lines' makes one record per non-blank line, keyed <file>:<line>.",
+        ),
+        click.option(
+            "--text-field", default="text", show_default=True, help="Field with the text."
+        ),
+        click.option(
+            "--key-field",
+            default="id",
+            show_default=True,
+            help="Field with the record's key; records without it get <file>:<line>.",
+        ),
+        click.option(
+            "--max-distance",
+            type=int,
+            help="Largest Hamming distance that counts as a duplicate [default: 3].",
+        ),
+        click.option(
+            "--strict",
+            is_flag=True,
+            help="Stop at the first bad record (exit 1) instead of skipping it; the good "
+            "records before it are committed.",
+        ),
+        click.option(
+            "--batch-size",
+            type=click.IntRange(min=1),
+            default=1000,
+            show_default=True,
+            help="Records per transaction.",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+_PATHS = click.Path(exists=True, dir_okay=False, allow_dash=True)
+
+
+@main.command("ingest")
+@click.argument("files", metavar="FILE...", nargs=-1, required=True, type=_PATHS)
+@input_options
+@click.pass_obj
+def ingest_files(
+    settings: Settings, /, files: tuple[str, ...], format_: str | None, **opts: Any
+) -> None:
+    """Add the records of files (or stdin) and print a summary.
+
+    FILE '-' reads stdin (give --format). Each record is kept or judged a near-duplicate of an
+    earlier one. A bad record (invalid JSON, missing or empty text) is reported on stderr with its
+    file and line and skipped (exit 1 at the end), or with --strict stops the run. Re-adding a key
+    with the same text replays its first decision, so running the same ingest twice changes nothing.
+    """
+    options = InputOptions(format_, **opts)
+    _add_records(settings, files, options, lambda _record, _decision: None, {"files": list(files)})
+
+
+def _writer(unique: IO[str], duplicates: IO[str] | None) -> OnDecision:
+    """Writes a record to --out when kept, else to --dups with what it duplicates."""
+
+    def write(record: Record, decision: Decision) -> None:
+        data = dict(record.data)
+        if decision.inserted:
+            target: IO[str] | None = unique
+        else:
+            target = duplicates
+            match = decision.duplicate_of
+            data["duplicate_of"] = None if match is None else match.key
+            data["distance"] = None if match is None else match.distance
+            data["measure"] = None if match is None else match.measure
+            data["score"] = None if match is None else match.score
+        if target is not None:
+            target.write(json.dumps(data, ensure_ascii=False) + "\n")
+
+    return write
+
+
+@main.command()
+@click.argument("source", metavar="IN", type=_PATHS)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Where the first occurrences go (JSON lines; '-' is stdout).",
+)
+@click.option(
+    "--dups",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Where the duplicates go, with the fields duplicate_of and distance added.",
+)
+@input_options
+@click.pass_obj
+def dedup(
+    settings: Settings,
+    /,
+    source: str,
+    out: str,
+    dups: str | None,
+    format_: str | None,
+    **opts: Any,
+) -> None:
+    """Copy IN without its near-duplicates (a streaming filter).
+
+    First occurrences go to --out, duplicates to --dups. A streaming filter (records are written in
+    input order, a batch at a time). The store remembers what it has seen, so a second run, or a run
+    on another file, also drops what earlier runs kept. Records are written as JSON lines, whatever
+    the input format.
+    """
+    options = InputOptions(format_, **opts)
+    with contextlib.ExitStack() as stack:
+        unique = stack.enter_context(click.open_file(out, "w", encoding="utf-8"))
+        duplicates = (
+            stack.enter_context(click.open_file(dups, "w", encoding="utf-8")) if dups else None
+        )
+        describe = {"input": source, "out": out, "dups": dups}
+        to_stderr = "-" in (out, dups)
+        write = _writer(unique, duplicates)
+        _add_records(settings, (source,), options, write, describe, summary_to_stderr=to_stderr)
