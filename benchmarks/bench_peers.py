@@ -45,8 +45,9 @@ from bench_store import near, percentile
 
 from simstore import __version__ as simstore_version
 from simstore.db import create_engine_for
-from simstore.retention import EPOCH
+from simstore.retention import EPOCH, utc_naive
 from simstore.store import SimStore
+from simstore.verify import SimHashOnly
 
 Values = npt.NDArray[np.uint64]
 Ids = npt.NDArray[np.int64]
@@ -251,7 +252,7 @@ def fill_direct(
     schema has it, only built by sorting instead of by millions of random index inserts. Row i is
     added at ``start + span * i / len(values)`` (default: now, all rows).
     """
-    first_moment = store._now(start)
+    first_moment = utc_naive(start)
     seconds = span.total_seconds()
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA synchronous=OFF")
@@ -281,20 +282,20 @@ def fill_direct(
             offsets = (positions * int(seconds * 1e6)) // max(len(values), 1)  # microseconds
             moments = np.datetime_as_string(origin + offsets.astype("timedelta64[us]"), unit="us")
             stamps = np.char.replace(moments, "T", " ").tolist()  # simstore's SQLite format
-            parts = ((epoch_seconds + offsets // 1_000_000) // store._partition_seconds).tolist()
+            parts = ((epoch_seconds + offsets // 1_000_000) // store.partition_seconds).tolist()
             keys = [f"k{i}" for i in range(first, first + len(chunk))]
             signed = chunk.view(np.int64).tolist()
             if table == "simstore_decisions":
                 connection.executemany(
                     "INSERT INTO simstore_decisions (ns_id, key, fp, decided_at, part, inserted) "
-                    f"VALUES ({store._ns_id}, ?, ?, ?, ?, 1)",
+                    f"VALUES ({store.ns_id}, ?, ?, ?, ?, 1)",
                     zip(keys, signed, stamps, parts, strict=True),
                 )
                 continue
             columns = [(chunk >> np.uint64(shift)) & np.uint64(BAND_MASK) for shift in BAND_SHIFTS]
             connection.executemany(
                 "INSERT INTO simstore_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, "
-                f"part) VALUES ({store._ns_id}, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"part) VALUES ({store.ns_id}, ?, ?, ?, ?, ?, ?, ?, ?)",
                 zip(keys, signed, *(c.tolist() for c in columns), stamps, parts, strict=True),
             )
         for _name, sql in indexes[table]:
@@ -317,7 +318,7 @@ def load_simstore(
     marker_path = _marker(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    store = SimStore(f"sqlite:///{path}", verification=None)
+    store = SimStore(f"sqlite:///{path}", policy=SimHashOnly())
     opened = time.perf_counter() - start
     if opened > 1:
         print(f"  opened {path.name} in {opened:.1f} s (schema upgrade?)", flush=True)
@@ -327,7 +328,7 @@ def load_simstore(
     if fill == "direct":
         store.close()
         remove_database(path)
-        store = SimStore(f"sqlite:///{path}", verification=None)
+        store = SimStore(f"sqlite:///{path}", policy=SimHashOnly())
         start = time.perf_counter()
         fill_direct(path, store, values)
         seconds = time.perf_counter() - start

@@ -24,7 +24,9 @@ from bench_store import near, percentile, write_rows
 
 from simstore.encoding import bands
 from simstore.probes import prefers_pairs
+from simstore.retention import utc_naive
 from simstore.store import SimStore
+from simstore.verify import SimHashOnly
 
 DATA = Path(__file__).resolve().parent / "data" / "planner"
 LOOKUPS = ("bands", "pairs", "auto")
@@ -58,18 +60,18 @@ def measure(stores: dict[str, SimStore], queries: list[int], rounds: int) -> dic
 def candidates_per_query(store: SimStore, queries: list[int]) -> float:
     """Rows the store's lookup fetches per query (outside the timed runs)."""
     finder = store._finder  # counting what the lookup returns, outside the timed runs
-    from simstore._finder import Item
+    from simstore.verify import Item
 
     counts = []
-    with store._transaction() as conn:
+    with store.connections.reading() as conn:
         for value in queries:
             item = Item("q", value, None, 3)
-            params = finder._window_params(store._now(None))
+            params = finder._window_params(utc_naive(None))
             if finder.uses_pairs(conn, 3):
                 found = finder._pair_rows(conn, item, params)
             else:
-                wanted = sorted((band, v) for band, v in enumerate(bands(value)))
-                found = finder._band_rows(conn, wanted, params)
+                per_band = [{v} for v in bands(value)]
+                found = finder._band_rows(conn, per_band, params)
             counts.append(len({row_id for row_id, _value in found}))
     return statistics.mean(counts)
 
@@ -90,8 +92,8 @@ def main() -> None:
     for leftover in DATA.glob(f"{path.name}*"):
         leftover.unlink()
     url = f"sqlite:///{path}"
-    with SimStore(url, namespace="bench", verification=None) as first:
-        ns_id = first._ns_id
+    with SimStore(url, namespace="bench", policy=SimHashOnly()) as first:
+        ns_id = first.ns_id
     rng = random.Random(args.seed)
     stored: list[int] = []
     print(f"{'rows':>11} {'lookup':>6} {'p50 us':>8} {'p99 us':>8} {'cand/q':>8}  auto picks")
@@ -104,7 +106,7 @@ def main() -> None:
         queries += [near(rng.choice(stored), rng, rng.randrange(1, 4)) for _ in range(half)]
         rng.shuffle(queries)
         stores = {
-            name: SimStore(url, namespace="bench", verification=None, lookup=name)
+            name: SimStore(url, namespace="bench", policy=SimHashOnly(), lookup=name)
             for name in LOOKUPS
         }
         answers = {

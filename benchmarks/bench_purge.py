@@ -28,6 +28,7 @@ from simstore.db import create_engine_for
 from simstore.encoding import bands, to_signed
 from simstore.retention import partition_of
 from simstore.store import SimStore
+from simstore.verify import SimHashOnly
 
 DAY1 = datetime(2026, 3, 1)
 PURGE_AT = DAY1 + timedelta(days=2)  # keep 1 day: day 1 is out, day 2 is in
@@ -114,8 +115,8 @@ def main() -> None:
                 with engine.begin() as conn:
                     partitions.enable(conn, interval="1d", keep="1d", now=DAY1)
                 engine.dispose()
-            with SimStore(url, keep="1d", verification=None) as store:
-                seconds = load(url, store._ns_id, values, store._partition_seconds)
+            with SimStore(url, keep="1d", policy=SimHashOnly()) as store:
+                seconds = load(url, store.ns_id, values, store.partition_seconds)
                 p50, p99 = query_latency(store, random.Random(2), args.queries)
                 started = time.perf_counter()
                 purged = store.purge(now=PURGE_AT)

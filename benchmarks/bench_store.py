@@ -34,6 +34,7 @@ import sqlalchemy as sa
 from simstore.db import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES
 from simstore.encoding import bands, from_signed, to_signed
 from simstore.store import SimStore
+from simstore.verify import SimHashOnly
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -145,7 +146,7 @@ def bulk_rates(values: list[int], batch: int) -> tuple[float, float]:
     rates = []
     for name in ("simstore", "raw"):
         path = folder / f"{name}.db"
-        with SimStore(f"sqlite:///{path}", namespace="bulk", verification=None) as store:
+        with SimStore(f"sqlite:///{path}", namespace="bulk", policy=SimHashOnly()) as store:
             items = [{"key": f"k{i}", "fingerprint": v} for i, v in enumerate(values)]
             start = time.perf_counter()
             if name == "simstore":
@@ -155,7 +156,7 @@ def bulk_rates(values: list[int], batch: int) -> tuple[float, float]:
                 connection = _raw_connection(path)
                 for first in range(0, len(values), batch):
                     rows = [
-                        _raw_rows(store._ns_id, f"k{i}", values[i])
+                        _raw_rows(store.ns_id, f"k{i}", values[i])
                         for i in range(first, min(first + batch, len(values)))
                     ]
                     connection.execute("BEGIN IMMEDIATE")
@@ -202,7 +203,7 @@ def sample_stored(store: SimStore, count: int, rng: random.Random) -> list[int]:
         while len(stored) < count:
             row = connection.exec_driver_sql(
                 "SELECT fp FROM simstore_fingerprints WHERE id = ? AND ns_id = ?",
-                (rng.randint(low, high), store._ns_id),
+                (rng.randint(low, high), store.ns_id),
             ).first()
             if row is not None:
                 stored.append(from_signed(row[0]))
@@ -243,7 +244,7 @@ def main() -> None:
     namespace = args.namespace or f"bench-{uuid.uuid4().hex[:8]}"
     if (args.fill == "existing") != (args.namespace is not None):
         raise SystemExit("--namespace goes with --fill existing (and only with it)")
-    store = SimStore(url, namespace=namespace, auto_upgrade=True, verification=None)
+    store = SimStore(url, namespace=namespace, auto_upgrade=True, policy=SimHashOnly())
     stored = [rng.getrandbits(64) for _ in range(args.rows)]
 
     start = time.perf_counter()
@@ -253,7 +254,7 @@ def main() -> None:
     elif args.fill == "direct":
         if not sqlite:
             raise SystemExit("--fill direct writes SQLite files only")
-        write_rows(Path(url.removeprefix("sqlite:///")), store._ns_id, 0, stored)
+        write_rows(Path(url.removeprefix("sqlite:///")), store.ns_id, 0, stored)
     else:
         for _decision in store.add_many(
             ({"key": f"k{i}", "fingerprint": value} for i, value in enumerate(stored)),
@@ -304,7 +305,7 @@ def main() -> None:
         adds = [partial(store.add, key=f"{prefix}{i}", fingerprint=v) for i, v in enumerate(values)]
         rows.append((f"add (insert-if-new), {label}", timed(adds), ""))
     if sqlite:
-        raw_add = RawAdd(Path(url.removeprefix("sqlite:///")), store._ns_id)
+        raw_add = RawAdd(Path(url.removeprefix("sqlite:///")), store.ns_id)
         calls = [partial(raw_add.add, f"raw{i}", rng.getrandbits(64)) for i in range(args.adds)]
         rows.append(("raw sqlite3 add, same statements", timed(calls), ""))
     batched = [{"key": f"b{i}", "fingerprint": rng.getrandbits(64)} for i in range(10 * args.adds)]
@@ -335,9 +336,9 @@ def main() -> None:
     if args.fill != "existing":  # leave a server's database as it was found
         with store._bound_engine.begin() as connection:
             for table in ("simstore_minhash", "simstore_decisions", "simstore_fingerprints"):
-                connection.exec_driver_sql(f"DELETE FROM {table} WHERE ns_id = {int(store._ns_id)}")
+                connection.exec_driver_sql(f"DELETE FROM {table} WHERE ns_id = {int(store.ns_id)}")
             connection.exec_driver_sql(
-                f"DELETE FROM simstore_namespaces WHERE id = {int(store._ns_id)}"
+                f"DELETE FROM simstore_namespaces WHERE id = {int(store.ns_id)}"
             )
     store.close()
 

@@ -11,8 +11,8 @@ keys each), then three stores on the same file answer the same texts in interlea
 
 - ``MinHashVerification()`` (the default): SimHash k <= 3 plus the band-key lookup, decided by
   similarity;
-- ``Verification()``: the SimHash-only policy (short texts: k <= 7 and Jaccard >= 0.8);
-- ``verification=None``: plain SimHash k <= 3, the reference the issue's "under 2x" refers to.
+- ``SimHashVerification()``: the SimHash-only policy (short texts: k <= 7 and Jaccard >= 0.8);
+- ``SimHashOnly()``: plain SimHash k <= 3, the reference the issue's "under 2x" refers to.
 
 Queries are texts (fingerprinting and signing included, as an application calls it): half new
 compositions, half near-duplicates of kept texts (a repost prefix or one sentence replaced).
@@ -43,17 +43,17 @@ from simstore import fingerprint_many, minhash
 from simstore._algorithms import default_normalise_many
 from simstore.encoding import bands, to_signed
 from simstore.store import SimStore
-from simstore.verify import MinHashVerification, Verification
+from simstore.verify import MinHashVerification, SimHashOnly, SimHashVerification
 
 CHUNK = 50_000
 PART = 493104  # the partition of SQLITE_TIME at simstore's default one-hour partitions
 SHORT_LENGTH = MinHashVerification().short_length
 POLICIES = {
     "default (MinHash)": MinHashVerification(),
-    "Verification()": Verification(),
-    "None (plain k=3)": None,
+    "SimHashVerification()": SimHashVerification(),
+    "SimHashOnly (plain k=3)": SimHashOnly(),
 }
-POLICIES_REF = "None (plain k=3)"
+POLICIES_REF = "SimHashOnly (plain k=3)"
 _SENTENCE_END = re.compile(r"(?<=[。！？!?.;；\n])")
 
 
@@ -181,7 +181,7 @@ def main() -> None:
         size = path.stat().st_size
         print(f"{args.rows:,} kept texts, {size / args.rows:,.0f} bytes per row on disk")
         url = f"sqlite:///{path}"
-        stores = {name: SimStore(url, verification=policy) for name, policy in POLICIES.items()}
+        stores = {name: SimStore(url, policy=policy) for name, policy in POLICIES.items()}
         texts = [
             near_duplicate(rng, rng.choice(kept), pool) if i % 2 else compose(rng, pool)
             for i in range(args.queries)

@@ -29,6 +29,7 @@ from bench_peers import _files, _marker, cache_file, fill_direct, fingerprints, 
 from bench_store import near, percentile
 
 from simstore.store import SimStore
+from simstore.verify import SimHashOnly
 
 HERE = Path(__file__).resolve().parent
 DAY1 = datetime(2026, 3, 1)
@@ -57,7 +58,7 @@ def latencies(store: SimStore, queries: list[int], now: datetime) -> tuple[float
 
 
 def _purge(path: Path) -> None:
-    with SimStore(f"sqlite:///{path}", keep="2d", verification=None) as store:
+    with SimStore(f"sqlite:///{path}", keep="2d", policy=SimHashOnly()) as store:
         store.purge(now=DAY3_ENDS)
 
 
@@ -113,7 +114,7 @@ def main() -> None:
         remove_database(path)
         print(f"building {path} ({args.rows:,} rows over two days) ...", flush=True)
         started = time.perf_counter()
-        with SimStore(f"sqlite:///{path}", verification=None) as store:
+        with SimStore(f"sqlite:///{path}", policy=SimHashOnly()) as store:
             fill_direct(path, store, values, DAY1, timedelta(days=2))
         print(f"  built in {time.perf_counter() - started:,.0f} s", flush=True)
         _marker(path).write_text(f'{{"rows": {args.rows}}}\n')
@@ -126,7 +127,7 @@ def main() -> None:
     del values
     disk = sum(file.stat().st_size for file in _files(path)[:2] if file.exists())
 
-    store = SimStore(f"sqlite:///{path}", keep="2d", verification=None)
+    store = SimStore(f"sqlite:///{path}", keep="2d", policy=SimHashOnly())
     print(f"SQLite, {args.rows:,} rows over two days, keep 2d, k = 3, {len(queries):,} queries")
     latencies(store, queries[: args.queries // 4], END_OF_DAY2)  # warm-up
     p50, p99, found = latencies(store, queries, END_OF_DAY2)
@@ -155,7 +156,7 @@ def main() -> None:
             else f", stopped at the time limit (all of it: ~{args.rows / rate / 60:,.0f} min)"
         )
     )
-    store = SimStore(f"sqlite:///{path}", keep="2d", verification=None)
+    store = SimStore(f"sqlite:///{path}", keep="2d", policy=SimHashOnly())
     if finished and store.stats().kept != args.rows - args.rows // 2:
         raise SystemExit(f"expected {args.rows - args.rows // 2:,} rows after the purge")
     cache_file(path)

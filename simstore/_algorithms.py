@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simstore._bitsum import I64, U64, BitSums, pack_bits, unpack_bits
+from simstore._mix import GOLDEN, mix64
 from simstore.presets import Preset
 
 if TYPE_CHECKING:
@@ -357,9 +358,6 @@ def jieba_tfidf(texts: Sequence[str], preset: Preset) -> Result:
 # --- simstore's own default: character n-grams with a splitmix64 hash, all in numpy -------------
 
 _WORD_RUNS = re.compile(r"\w+")
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
 _SEED = 0x5EED5EED5EED5EED
 
 
@@ -404,11 +402,9 @@ def default_normalise_many(texts: Sequence[str]) -> list[str]:
 
 
 def _splitmix(values: U64) -> U64:
+    """splitmix64: one step of its state, then its finaliser."""
     with np.errstate(over="ignore"):
-        z = values + _GOLDEN
-        z = (z ^ (z >> np.uint64(30))) * _MIX1
-        z = (z ^ (z >> np.uint64(27))) * _MIX2
-        return z ^ (z >> np.uint64(31))  # type: ignore[no-any-return]
+        return mix64(values + GOLDEN)
 
 
 def _ngram_hashes(codepoints: U64, n: int, count: int) -> U64:

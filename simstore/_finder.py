@@ -20,13 +20,12 @@ from typing import Any, NamedTuple
 from sqlalchemy.engine import Connection
 
 from simstore import _prepared as prepared
-from simstore import minhash
 from simstore._match import EXACT_BAND_RADIUS, near_pairs
 from simstore.encoding import BAND_COUNT, MASK64, bands
 from simstore.probes import PAIR_MAX_RADIUS, band_values, pair_plan, prefers_pairs
-from simstore.results import Match
+from simstore.results import Match, sort_matches
 from simstore.retention import partition_of, window_start
-from simstore.verify import MinHashVerification, Policy
+from simstore.verify import Item, Kept, Policy
 
 LOOKUPS = ("auto", "bands", "pairs")
 ROWS_REFRESH_SECONDS = 60.0
@@ -36,33 +35,11 @@ _SINGLE_VALUE_NAMES = tuple(f"v{i}_0" for i in range(BAND_COUNT))
 UNSIGNED_REFRESH_SECONDS = 1.0
 
 
-@dataclass
-class Item:
-    """One text or fingerprint to decide, with the radius and verification that apply to it."""
+class Rule(NamedTuple):
+    """What decides a batch: the policy and the store's SimHash radius."""
 
-    key: str
-    fingerprint: int
-    features: int | None
-    radius: int
-    text: str | None = None  # normalised, when the verification policy applies to this text
-    threshold: float | None = None  # the exact measure must reach this to confirm a candidate
-    normalised: str | None = None  # the normalised text, when it is to be signed (MinHash)
-    signature: bytes | None = None  # MinHash signature, under MinHashVerification
-    band_keys: tuple[int, ...] = ()  # its distinct LSH band keys, sorted (simstore.minhash)
-    own_bands: tuple[int, int, int, int] = field(init=False)  # bands(fingerprint), split once
-
-    def __post_init__(self) -> None:
-        self.own_bands = bands(self.fingerprint)
-
-
-class Kept(NamedTuple):
-    """What confirming a kept row needs of it."""
-
-    key: str
-    fingerprint: int
-    added_at: datetime
-    text: str | None
-    signature: bytes | None
+    policy: Policy
+    max_distance: int
 
 
 class BandIndex:
@@ -84,22 +61,16 @@ class BandIndex:
         return found
 
 
-def by_radius(item: Item, signature: bytes | None) -> bool:
-    """Whether a kept row with this signature is a candidate of ``item`` by SimHash radius: not
-    when both are signed, since two signed texts are candidates by their band keys only."""
-    return not (item.band_keys and signature is not None)
-
-
 class BatchIndex:
     """The items of a batch kept so far, indexed to find the next item's candidates among them.
 
     Only kept items go in: a batch of thousands of copies of one text then holds one entry per
     band and key, and every item's lookup stays small (all-pairs joins went quadratic there).
-    Candidates follow ``Finder.find``: two signed texts by their band keys, otherwise the radius.
+    Candidates are the policy's (``Policy.is_candidate``), as ``Finder.find`` finds them.
     """
 
-    def __init__(self, min_bands: int) -> None:
-        self._least = min_bands
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
         self._bands = BandIndex()
         self._keys: dict[int, list[int]] = {}
         self._kept: dict[int, Item] = {}
@@ -112,17 +83,12 @@ class BatchIndex:
 
     def candidates(self, item: Item) -> list[int]:
         """Positions of the kept items that ``item`` must be confirmed against."""
-        value, radius = item.fingerprint, item.radius
-        found = {
-            position
-            for position in self._bands.lookup(band_values(value, radius, item.own_bands))
-            if (self._kept[position].fingerprint ^ value).bit_count() <= radius
-            and by_radius(item, self._kept[position].signature)
-        }
-        if item.band_keys:
-            shared = Counter(j for key in item.band_keys for j in self._keys.get(key, ()))
-            found.update(j for j, count in shared.items() if count >= self._least)
-        return list(found)  # any order: matches are sorted by (distance, time, key)
+        near = self._bands.lookup(band_values(item.fingerprint, item.radius, item.own_bands))
+        shared = Counter(j for key in item.band_keys for j in self._keys.get(key, ()))
+        is_candidate = self._policy.is_candidate
+        return [  # any order: matches are sorted by (distance, time, key)
+            j for j in near.union(shared) if is_candidate(item, self._kept[j], shared.get(j, 0))
+        ]
 
 
 def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -144,18 +110,21 @@ def padded_params(prefix: str, values: Sequence[Any]) -> dict[str, Any]:
 
 @dataclass
 class Finder:
-    """The read side of a store: its namespace, window and policies."""
+    """The read side of a store: its namespace, window and lookup plan. What a candidate must
+    pass is the policy's (``Policy.confirm``), given with every ``find``."""
 
     ns_id: int
     keep: timedelta | None
     partition_seconds: int
-    max_distance: int
-    verification: Policy | None
     lookup: str = "auto"  # "bands", "pairs" (radius <= 3) or "auto": the cheaper by table size
     unsigned_rows: bool = field(default=False, init=False)  # cached once true (it never reverts)
     _unsigned_read_at: float = field(default=float("-inf"), init=False)
     _rows: int = field(default=0, init=False)
     _rows_read_at: float = field(default=float("-inf"), init=False)
+
+    def forget_table_size(self) -> None:
+        """Re-read the table's size at the next lookup (``uses_pairs``), not within a minute."""
+        self._rows_read_at = float("-inf")
 
     def uses_pairs(self, conn: Connection, radius: int) -> bool:
         """Whether a lookup at ``radius`` goes through the pair plan (``simstore.probes``)."""
@@ -175,37 +144,6 @@ class Finder:
             self._rows_read_at = time.monotonic()
         return self._rows
 
-    def confirm(self, item: Item, kept: Kept) -> Match | None:
-        """The Match if this kept row is a near-duplicate of ``item`` (window checked by caller)."""
-        key, value, added_at, text, signature = kept
-        distance = (value ^ item.fingerprint).bit_count()
-        policy = self.verification
-        if isinstance(policy, MinHashVerification) and item.signature is not None:
-            if signature is None:  # kept from a fingerprint or before signatures: distance rules
-                return Match(key, value, distance, added_at) if distance <= item.radius else None
-            estimate = minhash.estimate(item.signature, signature)
-            if item.text is None or text is None:  # not both short: the estimate decides
-                if estimate < policy.long_threshold:
-                    return None
-                return Match(key, value, distance, added_at, "minhash", round(estimate, 6))
-            if estimate < policy.prefilter:
-                return None
-            score = policy.score(item.text, text)
-            if score < policy.threshold:
-                return None
-            return Match(key, value, distance, added_at, policy.measure, round(score, 6))
-        if distance > item.radius:
-            return None
-        if item.threshold is None or policy is None:
-            return Match(key, value, distance, added_at)
-        if text is None or item.text is None:
-            # nothing to compare with (kept from a fingerprint or as a long text): distance rules
-            return Match(key, value, distance, added_at) if distance <= self.max_distance else None
-        score = policy.score(item.text, text)
-        if score < item.threshold:
-            return None
-        return Match(key, value, distance, added_at, policy.measure, round(score, 6))
-
     def _has_unsigned_rows(self, conn: Connection, fresh: bool) -> bool:
         """Whether the namespace holds rows without a signature (read until it says yes).
 
@@ -220,24 +158,18 @@ class Finder:
             self._unsigned_read_at = time.monotonic()
         return self.unsigned_rows
 
-    def _min_bands(self) -> int:
-        policy = self.verification
-        return policy.min_bands if isinstance(policy, MinHashVerification) else 1
-
-    def batch_index(self) -> BatchIndex:
-        """An empty index of a batch's kept items (``BatchIndex``), under this policy."""
-        return BatchIndex(self._min_bands())
-
     def find(
         self,
         conn: Connection,
         items: Sequence[Item],
         moments: Sequence[datetime],
+        rule: Rule,
         fresh: bool = True,
     ) -> list[list[Match]]:
-        """For each item, the kept rows that match it, nearest first (``fresh``: inside an add)."""
+        """For each item, the kept rows that match it under ``rule``, best first (``fresh``:
+        inside an add)."""
         if len(items) == 1:
-            return [self._find_one(conn, items[0], moments[0], fresh)]
+            return [self._find_one(conn, items[0], moments[0], rule, fresh)]
         # A signed item finds signed rows through their band keys (SimHash adds nothing measurable
         # there: benchmarks/quality), so it looks up SimHash bands only for unsigned rows.
         signed_only = any(item.band_keys for item in items) and not self._has_unsigned_rows(
@@ -263,14 +195,16 @@ class Finder:
         near_ids = self._near(items, stored)
         by_keys: list[set[int]] = [set() for _ in items]
         if any(item.band_keys for item in items):
-            by_keys = self._lsh_candidates(conn, items, params)
+            by_keys = self._lsh_candidates(conn, items, params, rule.policy.min_bands)
         details = self._row_details(conn, set().union(*near_ids, *by_keys))
         return [
-            self._matches(item, moment, near, keyed, details)
+            self._matches(item, moment, near, keyed, details, rule)
             for item, moment, near, keyed in zip(items, moments, near_ids, by_keys, strict=True)
         ]
 
-    def _find_one(self, conn: Connection, item: Item, moment: datetime, fresh: bool) -> list[Match]:
+    def _find_one(
+        self, conn: Connection, item: Item, moment: datetime, rule: Rule, fresh: bool
+    ) -> list[Match]:
         """``find`` for one item (every query, every single add), with no batch bookkeeping.
 
         Most band candidates of a single item are far from it: they are dropped as they are read.
@@ -294,10 +228,13 @@ class Finder:
             near = {
                 row_id for row_id, value in rows if ((value ^ query) & MASK64).bit_count() <= radius
             }
-        keyed = self._key_groups(conn, item, params) if item.band_keys else set()
+        keyed = set()
+        if item.band_keys:
+            keyed = self._key_groups(conn, item, params, rule.policy.min_bands)
         if not (near or keyed):
             return []
-        return self._matches(item, moment, near, keyed, self._row_details(conn, near | keyed))
+        details = self._row_details(conn, near | keyed)
+        return self._matches(item, moment, near, keyed, details, rule)
 
     def _matches(
         self,
@@ -306,33 +243,37 @@ class Finder:
         near: set[int],
         keyed: set[int],
         details: Mapping[int, Kept],
+        rule: Rule,
     ) -> list[Match]:
         """The candidates ``near`` (by SimHash) and ``keyed`` (by band keys) that match ``item``."""
+        policy, max_distance = rule
         start = window_start(moment, self.keep)
         matches = []
         for row_id in near | keyed:
             kept = details.get(row_id)
             if kept is None or (start is not None and kept.added_at < start):
                 continue
-            if row_id not in keyed and not by_radius(item, kept.signature):
+            if row_id not in keyed and not policy.by_radius(item, kept.signature):
                 continue
-            match = self.confirm(item, kept)
+            match = policy.confirm(item, kept, max_distance)
             if match is not None:
                 matches.append(match)
         return sort_matches(matches)
 
-    def _key_groups(self, conn: Connection, item: Item, params: Mapping[str, Any]) -> set[int]:
-        """Rows sharing at least ``min_bands`` of one item's band keys (the database counts)."""
-        keys = item.band_keys  # distinct (SimStore._sign)
+    def _key_groups(
+        self, conn: Connection, item: Item, params: Mapping[str, Any], least: int
+    ) -> set[int]:
+        """Rows sharing at least ``least`` of one item's band keys (the database counts)."""
+        keys = item.band_keys  # distinct (Policy.sign)
         statement = prepared.band_key_groups(conn.dialect, len(keys), "cutoff" in params)
         values = {f"k{j}": key for j, key in enumerate(keys)}
-        rows = statement.run(conn, {**params, **values, "least": self._min_bands()})
+        rows = statement.run(conn, {**params, **values, "least": least})
         return {int(row[0]) for row in rows}
 
     def _lsh_candidates(
-        self, conn: Connection, items: Sequence[Item], params: Mapping[str, Any]
+        self, conn: Connection, items: Sequence[Item], params: Mapping[str, Any], least: int
     ) -> list[set[int]]:
-        """For each item of a batch, the rows sharing at least ``min_bands`` of its band keys."""
+        """For each item of a batch, the rows sharing at least ``least`` of its band keys."""
         wanted = sorted({key for item in items for key in item.band_keys})
         holders: dict[int, list[int]] = {}
         for chunk in chunks(wanted, prepared.MAX_IN):
@@ -340,7 +281,6 @@ class Finder:
             statement = prepared.band_key_lookup(conn.dialect, size, "cutoff" in params)
             for band_key, row_id in statement.run(conn, {**params, **padded_params("k", chunk)}):
                 holders.setdefault(int(band_key), []).append(int(row_id))
-        least = self._min_bands()
         found = []
         for item in items:
             shared = Counter(row_id for key in item.band_keys for row_id in holders.get(key, ()))
@@ -432,10 +372,3 @@ class Finder:
                     None if signature is None else bytes(signature),
                 )
         return found
-
-
-def sort_matches(matches: list[Match]) -> list[Match]:
-    """Nearest first, then oldest, then by key."""
-    if len(matches) < 2:
-        return matches
-    return sorted(matches, key=lambda match: (match.distance, match.added_at, match.key))

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from simstore._mix import GOLDEN, mix64
+
 SCHEME = "minhash-c5-96-24x4-v1"
 NGRAM = 5
 VALUES = 96
@@ -31,12 +33,8 @@ GRAMS_PER_PASS = 1 << 16  # bounds memory: a pass holds GRAMS_PER_PASS x VALUES 
 Signatures = npt.NDArray[np.uint32]
 _U64 = npt.NDArray[np.uint64]
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _SEED = np.uint64(0x5EED5EED5EED5EED)
 _POLY = np.uint64(0x100000001B3)  # FNV-64 prime: odd, spreads 21-bit code points
-_SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
 _HIGH = np.uint64(32)
 # x -> (x ^ s) * M (mod 2**32) permutes the 32-bit values (M is odd). The 128 constants are the
 # draw the quality benchmark measured (seed 6); the signature keeps the first 96.
@@ -44,14 +42,7 @@ _PERMUTATIONS = np.random.default_rng(6).integers(0, 2**32, size=128, dtype=np.u
 _M32 = np.uint32(0x9E3779B1)
 
 
-def _mix(z: _U64) -> _U64:
-    """splitmix64's finaliser over an array (numpy wraps array overflow silently)."""
-    z = (z ^ (z >> _SHIFTS[0])) * _M1
-    z = (z ^ (z >> _SHIFTS[1])) * _M2
-    return z ^ (z >> _SHIFTS[2])  # type: ignore[no-any-return]
-
-
-_BAND_SEEDS = _mix(np.arange(BANDS, dtype=np.uint64) * _GOLDEN + _SEED)  # one per band number
+_BAND_SEEDS = mix64(np.arange(BANDS, dtype=np.uint64) * GOLDEN + _SEED)  # one per band number
 
 
 def _pieces(texts: Sequence[str]) -> tuple[list[str], list[int]]:
@@ -82,7 +73,7 @@ def _gram_hashes(pieces: Sequence[str]) -> tuple[_U64, npt.NDArray[np.int64]]:
         hashes = points[:count]
         for offset in range(1, NGRAM):
             hashes = hashes * _POLY + points[offset : offset + count]
-        return _mix(hashes), np.array([count], dtype=np.int64)
+        return mix64(hashes), np.array([count], dtype=np.int64)
     points = np.concatenate([points, np.zeros(NGRAM, dtype=np.uint64)])
     width = np.minimum(lengths, NGRAM)
     counts = np.where(lengths > 0, lengths - width + 1, 0)
@@ -93,7 +84,7 @@ def _gram_hashes(pieces: Sequence[str]) -> tuple[_U64, npt.NDArray[np.int64]]:
     for offset in range(1, NGRAM):
         live = offset < width[owner]
         hashes = np.where(live, hashes * _POLY + points[starts + offset], hashes)
-    return _mix(hashes), counts
+    return mix64(hashes), counts
 
 
 def signatures(texts: Sequence[str]) -> Signatures:
@@ -129,7 +120,7 @@ def band_keys(signed: Signatures) -> npt.NDArray[np.int64]:
     """
     words = np.ascontiguousarray(signed, dtype="<u4").view("<u8").reshape(len(signed), BANDS, 2)
     low, high = words[:, :, 0].astype(np.uint64), words[:, :, 1].astype(np.uint64)
-    keys = _mix(_mix(low ^ _BAND_SEEDS) + high * _GOLDEN)
+    keys = mix64(mix64(low ^ _BAND_SEEDS) + high * GOLDEN)
     return keys.view(np.int64)
 
 

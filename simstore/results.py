@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from simstore.encoding import to_hex
 
@@ -55,3 +56,29 @@ class Stats:
     oldest: datetime | None
     newest: datetime | None
     partitions: int
+
+
+def preference(distance: int, added_at: datetime, key: str) -> tuple[Any, ...]:
+    """How near matches rank, best first: nearest, then oldest, then by key."""
+    return (distance, added_at, key)
+
+
+def sort_matches(matches: list[Match]) -> list[Match]:
+    """Matches best first (``preference``)."""
+    if len(matches) < 2:
+        return matches
+    return sorted(matches, key=lambda match: preference(match.distance, match.added_at, match.key))
+
+
+@dataclass(frozen=True)
+class Search:
+    """What ``SimStore.search`` found for a text or fingerprint, and how it looked."""
+
+    fingerprint: int
+    max_distance: int
+    policy: str  # the policy that decided, as ``Policy.describe`` puts it
+    matches: list[Match]
+
+    @property
+    def hex(self) -> str:
+        return to_hex(self.fingerprint)

@@ -12,6 +12,9 @@ The migrations in ``migrations/`` create exactly this schema; a test compares th
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import NamedTuple
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
@@ -50,6 +53,8 @@ namespaces = sa.Table(
     # policy, or before signatures existed): only then must MinHash queries look up SimHash bands
     # too. It only ever turns true.
     sa.Column("unsigned_rows", sa.Boolean, nullable=False, server_default=sa.true()),
+    # the MinHash scheme (simstore.minhash.SCHEME) its signatures and band keys were made with
+    sa.Column("minhash_scheme", sa.String(64), nullable=False),
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",
 )
@@ -139,3 +144,51 @@ settings = sa.Table(
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",
 )
+
+
+class FingerprintRow(NamedTuple):
+    """A ``simstore_fingerprints`` row as simstore inserts it (every column but ``id``)."""
+
+    ns_id: int
+    key: str
+    fp: int  # signed (simstore.encoding.to_signed)
+    b0: int
+    b1: int
+    b2: int
+    b3: int
+    added_at: datetime
+    part: int
+    text: str | None
+    signature: bytes | None
+
+
+class DecisionRow(NamedTuple):
+    """A ``simstore_decisions`` row (every column but ``id``)."""
+
+    ns_id: int
+    key: str
+    fp: int
+    decided_at: datetime
+    part: int
+    inserted: bool
+    duplicate_of: str | None
+    distance: int | None
+    measure: str | None
+    score: float | None
+
+
+class BandKeyRow(NamedTuple):
+    """A ``simstore_minhash`` row."""
+
+    band_key: int
+    ns_id: int
+    part: int
+    fp_id: int
+
+
+ROWS: dict[str, type[FingerprintRow] | type[DecisionRow] | type[BandKeyRow]] = {
+    fingerprints.name: FingerprintRow,
+    decisions.name: DecisionRow,
+    minhash_keys.name: BandKeyRow,
+}
+"""The named row of each table simstore inserts into (a test checks them against the columns)."""

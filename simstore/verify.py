@@ -1,72 +1,76 @@
-"""Verification policies: where a store's candidates come from, and what decides them.
+"""Policies: how a text is decided. The one module that says what makes a near-duplicate.
 
-``MinHashVerification`` (the default) finds candidates of every text through MinHash-LSH band
-keys and decides them by similarity; see its docstring. ``Verification``, below, is the older
-SimHash-only policy, kept for stores that want no side table.
+A policy owns its rule end to end (``Policy``): what it computes for a text (``plan``: the search
+radius, the comparison text it keeps, the MinHash signature and band keys), which kept rows are
+its candidates (``is_candidate``: shared band keys, or the SimHash radius) and when a candidate
+is a duplicate (``confirm``, with the measure and score that decided). ``SimStore``, its finder
+and the DB-free ``simstore.batch`` call these methods and never look at a policy's type, so the
+store and a batch job cannot disagree.
 
-SimHash at k = 3 works for long texts and misses most near-duplicates among short ones (under about
-140 characters), whose fingerprints move many bits for a one-word edit; a wider radius alone lets
-in look-alikes. So under ``Verification`` the store looks, for a short text, at every kept
-fingerprint within ``short_radius`` bits whose normalised text it kept, and calls it a duplicate
-when an exact measure over the two texts reaches ``threshold``. Long texts are decided by the
-plain radius unless ``long_threshold`` is set. That recovers only part of the short
-near-duplicates (wide radii cost hundreds of seeks), hence the MinHash default.
+- ``MinHashVerification()``, the default: MinHash-LSH band keys find candidates of every text, a
+  similarity decides (see its docstring).
+- ``SimHashVerification(...)``: SimHash only; short texts are searched at a wider radius and
+  confirmed by an exact measure. It needs no side table.
+- ``SimHashOnly(min_features=3)``: plain SimHash at the store's radius.
+
+An item that was not planned (added as a bare fingerprint, or with an explicit ``max_distance``)
+is decided by distance alone under every policy; so is a planned item against a kept row that
+lacks what the policy compares (no signature, no kept text).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar, Literal, NamedTuple
 
+import numpy as np
+
+from simstore import minhash
 from simstore._algorithms import default_normalise
-from simstore.errors import InvalidInput
+from simstore.encoding import bands
+from simstore.errors import InvalidInput, InvalidType
+from simstore.results import Match
 from simstore.similarity import cosine, edit_ratio, jaccard
+from simstore.validate import check_fraction, check_int
 
 Measure = Literal["jaccard", "cosine", "edit"]
 MEASURES: tuple[Measure, ...] = ("jaccard", "cosine", "edit")
 
 
-@dataclass(frozen=True)
-class Verification:
-    """SimHash-only policy: short texts (and optionally long ones) decided exactly."""
+@dataclass
+class Item:
+    """One text or fingerprint to decide, with what its policy computed for it (``plan``)."""
 
-    short_length: int = 300  # normalised characters; shorter texts are verified
-    short_radius: int = 7  # candidate radius for short texts (<= 7 keeps PostgreSQL's band locks)
-    measure: Measure = "jaccard"
-    threshold: float = 0.8  # provisional: on the sample corpus 0.8 keeps precision >= 0.96
-    long_radius: int | None = None  # None: long texts use the store's max_distance
-    long_threshold: float | None = None  # None: long texts are not verified
+    key: str
+    fingerprint: int
+    features: int | None
+    radius: int  # SimHash search radius
+    text: str | None = None  # the comparison text, kept in the row (short texts)
+    threshold: float | None = None  # SimHashVerification: the exact measure must reach this
+    normalised: str | None = None  # the text to sign (MinHash), before ``Policy.sign``
+    signature: bytes | None = None  # MinHash signature (``simstore.minhash``)
+    band_keys: tuple[int, ...] = ()  # its distinct LSH band keys, sorted
+    planned: bool = False  # whether a policy planned it (else: decided by distance alone)
+    own_bands: tuple[int, int, int, int] = field(init=False)  # bands(fingerprint), split once
 
     def __post_init__(self) -> None:
-        if self.measure not in MEASURES:
-            raise InvalidInput(f"measure must be one of {MEASURES}, not {self.measure!r}")
-        for name in ("threshold", "long_threshold"):
-            _check_fraction(name, getattr(self, name))
-        for name in ("short_length", "short_radius", "long_radius"):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise InvalidInput(f"{name} must be a non-negative int, got {value!r}")
-
-    def plan(self, normalised_length: int, max_distance: int) -> tuple[int, float | None]:
-        """(candidate radius, threshold or None) for a text of this normalised length."""
-        if normalised_length < self.short_length:
-            return max(self.short_radius, max_distance), self.threshold
-        radius = max_distance if self.long_radius is None else self.long_radius
-        return radius, self.long_threshold
-
-    def score(self, a: str, b: str) -> float:
-        """Similarity of two normalised texts under the policy's measure."""
-        return _score(self.measure, a, b)
+        self.own_bands = bands(self.fingerprint)
 
 
-def _check_fraction(name: str, value: float | None) -> None:
-    if value is not None and not 0.0 <= value <= 1.0:
-        raise InvalidInput(f"{name} must lie in [0, 1], got {value!r}")
+class Kept(NamedTuple):
+    """What confirming a kept row (or an earlier item of a batch) needs of it."""
+
+    key: str
+    fingerprint: int
+    added_at: datetime
+    text: str | None
+    signature: bytes | None
 
 
 def _score(measure: Measure, a: str, b: str) -> float:
@@ -77,8 +81,171 @@ def _score(measure: Measure, a: str, b: str) -> float:
     return edit_ratio(a, b, normalise=False)
 
 
+def _check_measure(measure: object) -> None:
+    if measure not in MEASURES:
+        raise InvalidInput(f"measure must be one of {MEASURES}, not {measure!r}")
+
+
+def _by_distance(item: Item, kept: Kept, distance: int, radius: int) -> Match | None:
+    return (
+        Match(kept.key, kept.fingerprint, distance, kept.added_at) if distance <= radius else None
+    )
+
+
+class Policy(ABC):
+    """What a policy must say: how to plan a text, which rows are candidates, what confirms one."""
+
+    name: ClassVar[str]
+    min_bands: int = 1  # shared band keys that make two signed texts candidates
+
+    @abstractmethod
+    def plan(self, item: Item, text: str, max_distance: int) -> None:
+        """Fill in what the policy decides ``item`` (a text) by: radius, comparison text, ..."""
+
+    def sign(self, items: Sequence[Item]) -> None:  # noqa: B027 - optional, a no-op by default
+        """Compute what ``plan`` left to a batch pass (signatures); nothing by default."""
+
+    def plan_many(
+        self, items: Sequence[Item], texts: Sequence[str], max_distance: int
+    ) -> list[Item]:
+        """``plan`` each item with its text, then ``sign`` them all in one pass."""
+        for item, text in zip(items, texts, strict=True):
+            self.plan(item, text, max_distance)
+            item.planned = True
+        self.sign(items)
+        return list(items)
+
+    @staticmethod
+    def by_radius(item: Item, signature: bytes | None) -> bool:
+        """Whether a kept row with this signature is a candidate of ``item`` by SimHash radius:
+        not when both are signed, since two signed texts are candidates by their band keys only."""
+        return not (item.band_keys and signature is not None)
+
+    def is_candidate(self, item: Item, kept: Item, shared_band_keys: int) -> bool:
+        """Whether an earlier ``kept`` item is a candidate of ``item`` (the store's rule, for
+        candidates found without the database: ``simstore.batch``, in-batch items)."""
+        if item.band_keys and kept.band_keys and shared_band_keys >= self.min_bands:
+            return True
+        distance = (item.fingerprint ^ kept.fingerprint).bit_count()
+        return distance <= item.radius and self.by_radius(item, kept.signature)
+
+    def confirm(self, item: Item, kept: Kept, max_distance: int) -> Match | None:
+        """The Match if candidate ``kept`` is a near-duplicate of ``item`` (window checked by the
+        caller), with the measure and score that decided; None otherwise."""
+        distance = (kept.fingerprint ^ item.fingerprint).bit_count()
+        if not item.planned:
+            return _by_distance(item, kept, distance, item.radius)
+        return self._confirm(item, kept, distance, max_distance)
+
+    def confirm_many(
+        self, items: Sequence[Item], kept: Sequence[Kept], max_distance: int
+    ) -> list[Match | None]:
+        """``confirm`` over aligned pairs (``items[i]`` against ``kept[i]``)."""
+        return [self.confirm(a, b, max_distance) for a, b in zip(items, kept, strict=True)]
+
+    @abstractmethod
+    def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
+        """``confirm`` for a planned item."""
+
+    @abstractmethod
+    def describe(self, max_distance: int) -> str:
+        """One line for people: the policy and its thresholds."""
+
+
 @dataclass(frozen=True)
-class MinHashVerification:
+class SimHashOnly(Policy):
+    """Plain SimHash: a kept fingerprint within the store's ``max_distance`` bits is a duplicate.
+
+    A text with fewer than ``min_features`` features (see ``simstore.analyze``) matches only at
+    distance 0, i.e. (barring hash collisions) the same normalised content: without that rule all
+    near-empty texts would sit a few bits apart and match each other by accident.
+    """
+
+    name: ClassVar[str] = "simhash"
+    min_features: int = 3
+
+    def __post_init__(self) -> None:
+        check_int("min_features", self.min_features, lowest=0)
+
+    def plan(self, item: Item, text: str, max_distance: int) -> None:
+        near_empty = item.features is not None and item.features < self.min_features
+        item.radius = 0 if near_empty else max_distance
+
+    def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
+        return _by_distance(item, kept, distance, item.radius)
+
+    def describe(self, max_distance: int) -> str:
+        return f"simhash (distance <= {max_distance})"
+
+
+@dataclass(frozen=True)
+class SimHashVerification(Policy):
+    """SimHash only, short texts (and optionally long ones) confirmed by an exact measure.
+
+    SimHash at k = 3 misses most near-duplicates among short texts (a one-word edit moves many
+    bits), and a wider radius alone lets in look-alikes. So a text shorter than ``short_length``
+    normalised characters looks at every kept fingerprint within ``short_radius`` bits whose
+    normalised text was kept, and is a duplicate when ``measure`` over the two texts reaches
+    ``threshold``. Long texts are decided by the store's radius unless ``long_threshold`` is set.
+    """
+
+    name: ClassVar[str] = "simhash-verified"
+    short_length: int = 300  # normalised characters; shorter texts are verified
+    short_radius: int = 7  # candidate radius for short texts (<= 7 keeps PostgreSQL's band locks)
+    measure: Measure = "jaccard"
+    threshold: float = 0.8  # on the sample corpus 0.8 keeps precision >= 0.96
+    long_radius: int | None = None  # None: long texts use the store's max_distance
+    long_threshold: float | None = None  # None: long texts are not verified
+
+    def __post_init__(self) -> None:
+        _check_measure(self.measure)
+        check_fraction("threshold", self.threshold)
+        check_fraction("long_threshold", self.long_threshold)
+        for name in ("short_length", "short_radius", "long_radius"):
+            check_int(name, getattr(self, name), lowest=0, optional=name == "long_radius")
+
+    def radius_and_threshold(
+        self, normalised_length: int, max_distance: int
+    ) -> tuple[int, float | None]:
+        """(candidate radius, threshold or None) for a text of this normalised length."""
+        if normalised_length < self.short_length:
+            return max(self.short_radius, max_distance), self.threshold
+        radius = max_distance if self.long_radius is None else self.long_radius
+        return radius, self.long_threshold
+
+    def plan(self, item: Item, text: str, max_distance: int) -> None:
+        normalised = default_normalise(text)
+        item.radius, item.threshold = self.radius_and_threshold(len(normalised), max_distance)
+        item.text = normalised if item.threshold is not None else None
+
+    def score(self, a: str, b: str) -> float:
+        """Similarity of two normalised texts under the policy's measure."""
+        return _score(self.measure, a, b)
+
+    def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
+        if distance > item.radius:
+            return None
+        if item.threshold is None:
+            return _by_distance(item, kept, distance, item.radius)
+        if kept.text is None or item.text is None:
+            # nothing to compare with (kept from a fingerprint or as a long text): distance rules
+            return _by_distance(item, kept, distance, max_distance)
+        score = self.score(item.text, kept.text)
+        if score < item.threshold:
+            return None
+        return Match(
+            kept.key, kept.fingerprint, distance, kept.added_at, self.measure, round(score, 6)
+        )
+
+    def describe(self, max_distance: int) -> str:
+        return (
+            f"simhash-verified (short texts: distance <= {max(self.short_radius, max_distance)}, "
+            f"{self.measure} >= {self.threshold}; long: distance <= {max_distance})"
+        )
+
+
+@dataclass(frozen=True)
+class MinHashVerification(Policy):
     """The default policy: MinHash-LSH finds candidates of every text, a similarity decides.
 
     Every text gets a MinHash signature over its character 5-grams (``simstore.minhash``), kept
@@ -93,6 +260,7 @@ class MinHashVerification:
     precision ~1.0.
     """
 
+    name: ClassVar[str] = "minhash"
     short_length: int = 300
     measure: Measure = "jaccard"
     threshold: float = 0.55
@@ -103,14 +271,11 @@ class MinHashVerification:
     fold_traditional: bool = False  # compare traditional Chinese as simplified (OpenCC, [zh])
 
     def __post_init__(self) -> None:
-        if self.measure not in MEASURES:
-            raise InvalidInput(f"measure must be one of {MEASURES}, not {self.measure!r}")
+        _check_measure(self.measure)
         for name in ("threshold", "prefilter", "long_threshold"):
-            _check_fraction(name, getattr(self, name))
-        for name, lowest in (("short_length", 0), ("min_bands", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
-                raise InvalidInput(f"{name} must be an int >= {lowest}, got {value!r}")
+            check_fraction(name, getattr(self, name))
+        check_int("short_length", self.short_length, lowest=0)
+        check_int("min_bands", self.min_bands, lowest=1)
         for name in ("strip_social", "fold_traditional"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInput(f"{name} must be True or False")
@@ -131,6 +296,73 @@ class MinHashVerification:
         if self.fold_traditional:
             prepared = _traditional_folder()(prepared)
         return prepared if default_normalise(prepared) else text
+
+    def plan(self, item: Item, text: str, max_distance: int) -> None:
+        normalised = default_normalise(self.prepare(text))
+        item.radius = max_distance
+        item.text = normalised if len(normalised) < self.short_length else None
+        item.normalised = normalised  # signed with the rest of the batch (``sign``)
+
+    def sign(self, items: Sequence[Item]) -> None:
+        """MinHash signatures and band keys of the planned items, in one numpy pass."""
+        wanted = [item for item in items if item.normalised is not None]
+        if not wanted:
+            return
+        values = minhash.signatures([item.normalised or "" for item in wanted])
+        keys = minhash.band_keys(values).tolist()
+        for item, signature, band_keys in zip(wanted, values, keys, strict=True):
+            item.signature = minhash.to_bytes(signature)
+            item.band_keys = tuple(sorted(set(band_keys)))  # shared keys are counted once
+
+    def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
+        if item.signature is None or kept.signature is None:
+            return _by_distance(item, kept, distance, item.radius)
+        return self._decide(item, kept, distance, minhash.estimate(item.signature, kept.signature))
+
+    def confirm_many(
+        self, items: Sequence[Item], kept: Sequence[Kept], max_distance: int
+    ) -> list[Match | None]:
+        """``confirm`` over aligned pairs, the signature estimates computed in one numpy pass."""
+        out: list[Match | None] = []
+        signed: list[int] = []
+        for i, (a, b) in enumerate(zip(items, kept, strict=True)):
+            if a.planned and a.signature is not None and b.signature is not None:
+                signed.append(i)
+                out.append(None)  # decided below, with every estimate at once
+            else:
+                out.append(self.confirm(a, b, max_distance))
+        if signed:
+            left = np.frombuffer(b"".join(items[i].signature or b"" for i in signed), "<u4")
+            right = np.frombuffer(b"".join(kept[i].signature or b"" for i in signed), "<u4")
+            equal = (left == right).reshape(len(signed), minhash.VALUES).sum(axis=1)
+            for i, count in zip(signed, equal.tolist(), strict=True):
+                a, b = items[i], kept[i]
+                distance = (a.fingerprint ^ b.fingerprint).bit_count()
+                out[i] = self._decide(a, b, distance, count / minhash.VALUES)
+        return out
+
+    def _decide(self, item: Item, kept: Kept, distance: int, estimate: float) -> Match | None:
+        """The rule once both sides are signed: estimate for long texts, exact for short ones."""
+        if item.text is None or kept.text is None:  # not both short: the estimate decides
+            if estimate < self.long_threshold:
+                return None
+            return Match(
+                kept.key, kept.fingerprint, distance, kept.added_at, "minhash", round(estimate, 6)
+            )
+        if estimate < self.prefilter:
+            return None
+        score = self.score(item.text, kept.text)
+        if score < self.threshold:
+            return None
+        return Match(
+            kept.key, kept.fingerprint, distance, kept.added_at, self.measure, round(score, 6)
+        )
+
+    def describe(self, max_distance: int) -> str:
+        return (
+            f"minhash (>= {self.min_bands} shared band keys; short texts: {self.measure} >= "
+            f"{self.threshold}, long: estimate >= {self.long_threshold})"
+        )
 
 
 # Social-media markers that say nothing about the content: links, repost and reply markers
@@ -153,4 +385,29 @@ def _traditional_folder() -> Callable[[str], str]:
     return convert
 
 
-Policy = Verification | MinHashVerification
+DEFAULT_POLICY = MinHashVerification()
+
+
+def check_policy(policy: object) -> Policy:
+    """``policy`` if it is a simstore policy, else InvalidType."""
+    if not isinstance(policy, Policy):
+        raise InvalidType(
+            "policy must be a simstore.verify policy (MinHashVerification, SimHashVerification or "
+            f"SimHashOnly), not {type(policy).__name__}"
+        )
+    return policy
+
+
+_DEPRECATED = {"Verification": SimHashVerification}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        replacement = _DEPRECATED[name]
+        warnings.warn(
+            f"simstore.verify.{name} is deprecated: use {replacement.__name__} (same fields)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return replacement
+    raise AttributeError(f"module 'simstore.verify' has no attribute {name!r}")

@@ -429,9 +429,9 @@ def _add_many(url: str, namespace: str, count: str, batch: str, seed: str) -> No
 
 def _purge(url: str, namespace: str, now: str, keep: str, rows: str) -> None:
     """Purge with small batches (many transactions), so that a kill lands in the middle."""
-    from simstore import store as store_module
+    from simstore import maintenance
 
-    store_module.PURGE_BATCH_ROWS = int(rows)
+    maintenance.PURGE_BATCH_ROWS = int(rows)
     store = SimStore(url, namespace=namespace)
     print("purging", flush=True)
     deleted = store.purge(now=datetime.fromisoformat(now), keep=keep)

@@ -45,7 +45,7 @@ def test_a_view_rejects_a_near_duplicate_post(tmp_path: Path) -> None:
     second = client.post("/posts/p2", data=REPOST)
     assert second.status_code == 409 and second.get_json() == {"duplicate_of": "p1"}
     with app.app_context():
-        assert dedup.store._bound_engine is db.engine
+        assert dedup.store.engine is db.engine
 
 
 def test_flask_cli_upgrades_the_schema(tmp_path: Path) -> None:

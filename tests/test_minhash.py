@@ -315,7 +315,7 @@ TRADITIONAL = "今天天氣很好，我們一起去公園散步，順便看看�
 def test_social_markers_are_stripped_when_asked(make_store: StoreFactory) -> None:
     plain = jaccard(POST, REPOST)
     assert plain < MinHashVerification().threshold  # without stripping: not a duplicate
-    store = make_store(verification=MinHashVerification(strip_social=True))
+    store = make_store(policy=MinHashVerification(strip_social=True))
     store.add(POST, key="post")
     decision = store.add(REPOST, key="repost")
     assert decision.duplicate_of is not None and decision.duplicate_of.key == "post"
@@ -332,7 +332,7 @@ def test_links_alone_are_not_stripped_to_nothing() -> None:
 
 def test_traditional_chinese_is_folded_when_asked(make_store: StoreFactory) -> None:
     assert jaccard(SIMPLIFIED, TRADITIONAL) < 0.55  # different characters, same text
-    store = make_store(verification=MinHashVerification(fold_traditional=True))
+    store = make_store(policy=MinHashVerification(fold_traditional=True))
     store.add(SIMPLIFIED, key="s")
     decision = store.add(TRADITIONAL, key="t")
     assert decision.duplicate_of is not None and decision.duplicate_of.key == "s"
@@ -340,3 +340,26 @@ def test_traditional_chinese_is_folded_when_asked(make_store: StoreFactory) -> N
     assert store.kept_text("s") == default_normalise(SIMPLIFIED)
     assert make_store(namespace="unfolded").add(SIMPLIFIED, key="s").inserted
     assert make_store(namespace="unfolded").add(TRADITIONAL, key="t").inserted
+
+
+def test_a_namespace_of_another_minhash_scheme_is_refused(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    from simstore.errors import PresetMismatch
+    from simstore.schema import namespaces
+
+    store = make_store()
+    assert store.add("a text signed under this simstore's scheme", key="a").inserted
+    with engine.connect() as connection:
+        recorded = connection.execute(
+            sa.select(namespaces.c.minhash_scheme).where(namespaces.c.name == store.namespace)
+        ).scalar()
+    assert recorded == minhash.SCHEME
+    with engine.begin() as connection:
+        connection.execute(
+            sa.update(namespaces)
+            .where(namespaces.c.name == store.namespace)
+            .values(minhash_scheme="minhash-c7-128-32x4-v9")
+        )
+    with pytest.raises(PresetMismatch, match="minhash-c7-128-32x4-v9"):
+        make_store(namespace=store.namespace)

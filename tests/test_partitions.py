@@ -16,6 +16,7 @@ from simstore import migrate, partitions
 from simstore.db import create_engine_for
 from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
 from simstore.store import SimStore
+from simstore.verify import SimHashOnly
 
 from .conftest import new_server_database
 from .test_cli import Cli
@@ -51,7 +52,7 @@ def test_rows_before_and_after_conversion_match_and_purge_drops_partitions() -> 
     url = _partitioned_url()
     rng = random.Random(1)
     before = {f"old{i}": rng.getrandbits(64) for i in range(50)}
-    with SimStore(url, keep="2d", verification=None) as store:
+    with SimStore(url, keep="2d", policy=SimHashOnly()) as store:
         for key, value in before.items():
             store.add(fingerprint=value, key=key, at=DAY0)
     _enable(url, now=DAY0 + timedelta(hours=1))
@@ -61,7 +62,7 @@ def test_rows_before_and_after_conversion_match_and_purge_drops_partitions() -> 
     assert len([n for n in names if n[-1].isdigit()]) == 3
 
     after = {f"new{i}": rng.getrandbits(64) for i in range(50)}
-    with SimStore(url, keep="2d", verification=None) as store:
+    with SimStore(url, keep="2d", policy=SimHashOnly()) as store:
         for key, value in after.items():
             assert store.add(fingerprint=value, key=key, at=DAY0 + timedelta(days=1)).inserted
         # rows on both sides of the conversion are found, by a near value, from either side
@@ -115,7 +116,7 @@ def test_texts_in_dropped_partitions_take_their_band_keys_along() -> None:
 def test_a_key_stays_unique_across_partitions() -> None:
     url = _partitioned_url()
     _enable(url, now=DAY0)
-    with SimStore(url, keep="2d", verification=None) as store:
+    with SimStore(url, keep="2d", policy=SimHashOnly()) as store:
         value = random.Random(2).getrandbits(64)
         store.add(fingerprint=value, key="k", at=DAY0)
         # the same key a day later lands in another partition: still the first decision
@@ -126,7 +127,7 @@ def test_a_key_stays_unique_across_partitions() -> None:
 
 
 def _add_same_key(url: str, value: int, at: datetime, barrier: object) -> None:
-    with SimStore(url, keep="2d", verification=None) as store:
+    with SimStore(url, keep="2d", policy=SimHashOnly()) as store:
         barrier.wait()  # type: ignore[attr-defined]
         with contextlib.suppress(KeyConflict):  # the loser of the race, told so
             store.add(fingerprint=value, key="raced", at=at)

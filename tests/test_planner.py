@@ -12,6 +12,7 @@ from simstore.encoding import bands, to_signed
 from simstore.probes import band_seeks, pair_plan, pair_seeks, prefers_pairs
 from simstore.schema import fingerprints
 from simstore.store import SimStore
+from simstore.verify import SimHashOnly
 
 from .conftest import StoreFactory
 
@@ -59,7 +60,7 @@ def test_cost_model_has_a_crossover() -> None:
 def test_every_lookup_finds_what_brute_force_finds(make_store: StoreFactory, lookup: str) -> None:
     rng = random.Random(7)
     stored = _clustered(rng, centers=60, per_center=12)
-    store = make_store(lookup=lookup, verification=None)
+    store = make_store(lookup=lookup, policy=SimHashOnly())
     added = list(
         store.add_many(
             [{"key": f"k{i}", "fingerprint": fp} for i, fp in enumerate(stored)],
@@ -84,7 +85,7 @@ def test_batch_decisions_do_not_depend_on_the_lookup(make_store: StoreFactory) -
     second = [{"key": f"b{i}", "fingerprint": fp} for i, fp in enumerate(values[1::2])]
     outcomes = []
     for lookup in ("bands", "pairs"):
-        store = make_store(lookup=lookup, verification=None, namespace=f"n-{lookup}")
+        store = make_store(lookup=lookup, policy=SimHashOnly(), namespace=f"n-{lookup}")
         list(store.add_many(first, at=AT))
         decided = list(store.add_many(second, at=AT, batch_size=50))
         outcomes.append([(d.key, d.duplicate_of and d.duplicate_of.key) for d in decided])
@@ -93,7 +94,7 @@ def test_batch_decisions_do_not_depend_on_the_lookup(make_store: StoreFactory) -
 
 
 def test_pairs_respect_the_window(make_store: StoreFactory) -> None:
-    store = make_store(lookup="pairs", verification=None, keep="1h", partition="1m")
+    store = make_store(lookup="pairs", policy=SimHashOnly(), keep="1h", partition="1m")
     value = random.Random(3).getrandbits(64)
     store.add(fingerprint=value, key="old", at=AT)
     assert [m.key for m in store.query(fingerprint=value ^ 1, now=AT)] == ["old"]
@@ -101,17 +102,17 @@ def test_pairs_respect_the_window(make_store: StoreFactory) -> None:
 
 
 def test_auto_switches_to_pairs_on_a_large_id_span(make_store: StoreFactory) -> None:
-    store = make_store(verification=None)
+    store = make_store(policy=SimHashOnly())
     value = random.Random(5).getrandbits(64)
     store.add(fingerprint=value, key="near", at=AT)
-    with store._transaction() as conn:
-        assert not store._finder.uses_pairs(conn, 3)  # a one-row table: the four bands
+    assert store.lookup_plan(3) == "bands"  # a one-row table: the four bands
+    with store.engine.begin() as conn:
         # a row with a far id stands for a table of 10^8 rows (the estimate is the id span)
         far = value ^ (1 << 63) ^ (1 << 40) ^ (1 << 20) ^ (1 << 5)
         conn.execute(
             sa.insert(fingerprints).values(
                 id=10**8,
-                ns_id=store._ns_id,
+                ns_id=store.ns_id,
                 key="far",
                 fp=to_signed(far),
                 **dict(zip(("b0", "b1", "b2", "b3"), bands(far), strict=True)),
@@ -120,9 +121,7 @@ def test_auto_switches_to_pairs_on_a_large_id_span(make_store: StoreFactory) -> 
                 text=None,
             )
         )
-    store._finder._rows_read_at = float("-inf")  # re-read the estimate now, not in a minute
-    with store._transaction() as conn:
-        assert store._finder.uses_pairs(conn, 3)
+    assert store.lookup_plan(3, refresh=True) == "pairs"  # re-read now, not in a minute
     found = {m.key: m.distance for m in store.query(fingerprint=value, now=AT)}
     assert found == {"near": 0}  # "far" is 4 bits away
     assert {m.key for m in store.query(fingerprint=far ^ 1, now=AT)} == {"far"}

@@ -21,6 +21,7 @@ from simstore.errors import (
     PresetMismatch,
 )
 from simstore.store import BatchFailed, SimStore
+from simstore.verify import SimHashOnly
 from tests.conftest import StoreFactory
 
 LONG_ZH = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
@@ -238,7 +239,7 @@ def test_stats_counts_match_the_tables(make_store: StoreFactory, engine: Engine)
 
 
 def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: object) -> None:
-    """Each querying thread keeps a connection of its own (SimStore._kept_connection): they
+    """Each querying thread keeps a connection of its own (SimStore.connections): they
     all see rows committed after they first queried, and more threads than the pool's size never
     starve a writer."""
     from concurrent.futures import ThreadPoolExecutor
@@ -267,32 +268,46 @@ def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: objec
 def test_an_owned_sqlite_store_keeps_one_connection_and_retires_it_after_a_driver_error(
     tmp_path: object,
 ) -> None:
-    """Adds and queries of one thread share a kept connection (SimStore._kept_connection): an add
+    """Adds and queries of one thread share a kept connection (SimStore.connections): an add
     simstore refuses rolls back on it and keeps it; a driver error (the write lock held elsewhere
     past the busy timeout) retires it, writes nothing, and the next add works."""
     import sqlite3
 
     path = f"{tmp_path}/kept.db"
-    store = SimStore(f"sqlite:///{path}?timeout=0.2", verification=None)
+    store = SimStore(f"sqlite:///{path}?timeout=0.2", policy=SimHashOnly())
     assert store.add(key="a", fingerprint=1).inserted
-    kept = store._kept.connection
+    kept = store.connections.current_kept()
     with pytest.raises(KeyConflict):
         store.add(key="a", fingerprint=1 << 40)
-    assert store._kept.connection is kept
+    assert store.connections.current_kept() is kept
     far, farther = 0xFFFF_FFFF_0000_0000, 0x0000_0000_FFFF_FFF0  # 32+ bits from the others
     assert store.add(key="b", fingerprint=far).inserted
     assert [match.key for match in store.query(fingerprint=far)] == ["b"]
-    assert store._kept.connection is kept
+    assert store.connections.current_kept() is kept
 
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # holds the write lock
     with pytest.raises(DatabaseUnavailable, match="locked"):
         store.add(key="c", fingerprint=farther)
-    assert getattr(store._kept, "connection", None) is None
+    assert store.connections.current_kept() is None
     blocker.execute("ROLLBACK")
     rows = blocker.execute("SELECT key FROM simstore_fingerprints ORDER BY key").fetchall()
     assert rows == [("a",), ("b",)]  # committed, seen from another connection; no "c"
     assert store.add(key="c", fingerprint=farther).inserted
-    assert store._kept.connection is not kept
+    assert store.connections.current_kept() is not kept
     blocker.close()
     store.close()
+
+
+def test_the_names_before_0_3_warn_and_decide_as_their_new_policies(
+    make_store: StoreFactory,
+) -> None:
+    with pytest.warns(DeprecationWarning, match="policy="):
+        old = make_store(verification=None, min_features=5, namespace="old-names")
+    assert old.policy == SimHashOnly(min_features=5)
+    new = make_store(policy=SimHashOnly(min_features=5), namespace="new-names")
+    for store in (old, new):
+        assert store.search("abc").max_distance == 0  # under 5 features: distance 0 only
+        assert store.search("a longer text with plenty of features").max_distance == 3
+    with pytest.raises(InvalidInput, match="not both"):
+        make_store(policy=SimHashOnly(), verification=None)

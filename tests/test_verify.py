@@ -8,7 +8,7 @@ from sqlalchemy.engine import Engine
 
 from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput
-from simstore.verify import Verification
+from simstore.verify import SimHashOnly, SimHashVerification
 from tests.conftest import StoreFactory
 
 ORIGINAL = "Just tried the new hiking boots from Pelham. Looks nice, stopped working after a week!"
@@ -22,7 +22,7 @@ def test_a_short_repost_beyond_k3_is_confirmed_by_the_measure(
     make_store: StoreFactory, original: str, repost: str
 ) -> None:
     distance = hamming(fingerprint(original), fingerprint(repost))
-    assert 3 < distance <= Verification().short_radius  # plain k = 3 would miss it
+    assert 3 < distance <= SimHashVerification().short_radius  # plain k = 3 would miss it
     store = make_store()
     assert store.add(original, key="a").inserted
     decision = store.add(repost, key="b")
@@ -49,7 +49,7 @@ def test_the_measure_is_recorded_for_auditors(make_store: StoreFactory, engine: 
 
 
 def test_without_verification_plain_k3_misses_the_repost(make_store: StoreFactory) -> None:
-    store = make_store(verification=None)
+    store = make_store(policy=SimHashOnly())
     store.add(ORIGINAL, key="a")
     assert store.add(REPOST, key="b").inserted
 
@@ -61,7 +61,7 @@ def test_an_explicit_radius_means_plain_simhash(make_store: StoreFactory) -> Non
 
 
 def test_the_threshold_decides(make_store: StoreFactory) -> None:
-    strict = make_store(verification=Verification(threshold=0.99))
+    strict = make_store(policy=SimHashVerification(threshold=0.99))
     strict.add(ORIGINAL, key="a")
     assert strict.add(REPOST, key="b").inserted  # a candidate, but its score is below 0.99
 
@@ -80,7 +80,7 @@ def test_long_texts_keep_the_plain_radius_under_simhash_verification(
     long_text = " ".join(
         f"sentence number {i} about storage engines and indexes." for i in range(20)
     )
-    store = make_store(verification=Verification())
+    store = make_store(policy=SimHashVerification())
     first = store.add(long_text, key="long")
     assert first.inserted
     again = store.add(long_text + " One more.", key="long2")
@@ -94,4 +94,4 @@ def test_long_texts_keep_the_plain_radius_under_simhash_verification(
 )
 def test_bad_policies_are_refused(options: dict[str, object]) -> None:
     with pytest.raises(InvalidInput):
-        Verification(**options)  # type: ignore[arg-type]
+        SimHashVerification(**options)  # type: ignore[arg-type]

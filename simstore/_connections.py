@@ -1,0 +1,151 @@
+"""How a store talks to its database: one scope for every transaction and read.
+
+A store is bound to a URL (simstore makes and owns the engine), a caller's Engine, or a caller's
+Connection (simstore works inside the caller's transaction with savepoints and never commits it).
+On a SQLite engine of simstore's own each thread keeps one connection: checking one out of
+SQLAlchemy's pool and back costs about as much as the lookups of a query at 1M rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection, Engine
+
+from simstore.db import redact, resolve_bind, translate_errors
+from simstore.errors import SimstoreError
+from simstore.schema import namespaces
+
+
+def _start_pysqlite_transaction(conn: Connection) -> None:
+    """Make sure pysqlite has really begun the caller's transaction before a SAVEPOINT.
+
+    pysqlite only emits BEGIN before a data-changing statement. A SAVEPOINT issued outside a real
+    transaction starts one of its own, and releasing it commits: the caller's later rollback would
+    not undo simstore's rows. A no-op UPDATE makes pysqlite emit its BEGIN first.
+    """
+    dbapi_connection = conn.connection.dbapi_connection
+    if dbapi_connection is not None and not getattr(dbapi_connection, "in_transaction", True):
+        conn.execute(
+            sa.update(namespaces).where(sa.false()).values(write_count=namespaces.c.write_count)
+        )
+
+
+class Connections:
+    """The bind of a store, its transactions and reads, and its kept per-thread connections."""
+
+    def __init__(self, bind: object) -> None:
+        self._engine, self._connection = resolve_bind(bind)
+        self.owns_engine = isinstance(bind, (str, URL))
+        self._kept = threading.local()
+        self.engine: Engine = (
+            self._connection.engine if self._connection is not None else self._engine  # type: ignore[assignment]
+        )
+        self.dialect = self.engine.dialect.name
+        self.url = redact(self.engine.url)
+
+    @property
+    def target(self) -> Engine | Connection:
+        """What migrations and other bind-taking helpers should use: the caller's connection, if
+        there is one, else the engine."""
+        return self._connection if self._connection is not None else self.engine
+
+    @property
+    def caller_connection(self) -> Connection | None:
+        return self._connection
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A transaction of simstore's own, or a savepoint inside the caller's."""
+        with translate_errors(self.engine.url):
+            if self._connection is not None:
+                conn = self._connection
+                if conn.in_transaction() and self.dialect == "sqlite":
+                    _start_pysqlite_transaction(conn)
+                scope = conn.begin_nested() if conn.in_transaction() else conn.begin()
+                with scope:
+                    yield conn
+                return
+            kept = self.kept()
+            if kept is not None and not kept.in_transaction():
+                try:
+                    with kept.begin():
+                        yield kept
+                except BaseException as error:
+                    self._retire_after(kept, error)
+                    raise
+                return
+            with self.engine.connect() as conn:
+                if self.dialect != "sqlite":
+                    # the check after the lock must see rows committed while we waited
+                    conn = conn.execution_options(isolation_level="READ COMMITTED")
+                with conn.begin():
+                    yield conn
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A connection for reads: on SQLite without SQLAlchemy's BEGIN/COMMIT bookkeeping.
+
+        pysqlite never opens a transaction for a SELECT anyway (each statement reads its own
+        snapshot, which ``simstore._finder`` allows for), so the begin/commit pair only cost time.
+        """
+        if self._connection is None and self.dialect == "sqlite":
+            with translate_errors(self.engine.url), self.engine.connect() as conn:
+                yield conn
+            return
+        with self.transaction() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def lookup(self) -> Iterator[Connection]:
+        """The cheapest scope for a query's statements (run on the DBAPI cursor): this thread's
+        kept connection when there is one, else ``reading``."""
+        kept = self.kept()
+        if kept is None:
+            with self.reading() as conn:
+                yield conn
+            return
+        with translate_errors(self.engine.url):
+            try:
+                yield kept
+            except BaseException as error:
+                self._retire_after(kept, error)
+                raise
+
+    def kept(self) -> Connection | None:
+        """On a SQLite engine of simstore's own, this thread's kept connection (else None).
+
+        pysqlite holds no transaction between simstore's transactions (nor between SELECTs), so a
+        kept connection pins no snapshot and blocks no checkpoint.
+        """
+        if not (self.owns_engine and self.dialect == "sqlite"):
+            return None
+        kept: Connection | None = getattr(self._kept, "connection", None)
+        if kept is None or kept.closed or kept.invalidated:
+            with translate_errors(self.engine.url):
+                kept = self._kept.connection = self.engine.connect()
+        return kept
+
+    def current_kept(self) -> Connection | None:
+        """This thread's kept connection as it is now (None when there is none yet or it was
+        retired); unlike ``kept`` it never opens one."""
+        return getattr(self._kept, "connection", None)
+
+    def _retire_after(self, kept: Connection, error: BaseException) -> None:
+        """Close a kept connection after an error, unless simstore's own checks raised it (the
+        rollback left it clean): after a driver error its state is unknown."""
+        if not isinstance(error, SimstoreError):
+            self._kept.connection = None
+            kept.close()
+
+    def close(self) -> None:
+        """Release this thread's kept connection and the engine simstore made for a URL."""
+        kept = self.current_kept()
+        if kept is not None:
+            self._kept.connection = None
+            kept.close()
+        if self.owns_engine:
+            self.engine.dispose()

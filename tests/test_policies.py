@@ -1,0 +1,165 @@
+"""The policies on their own, without a database: each owns its plan, candidates and confirmation.
+
+Expected values are worked out by hand from each policy's documented rule (thresholds, radii)
+and from ``simstore.similarity`` / ``simstore.minhash`` directly, never from the policy itself.
+"""
+
+from __future__ import annotations
+
+import warnings
+from datetime import datetime, timezone
+
+import pytest
+
+from simstore import fingerprint, minhash, similarity
+from simstore._algorithms import default_normalise
+from simstore.errors import InvalidInput, InvalidType
+from simstore.schema import ROWS, metadata
+from simstore.verify import (
+    DEFAULT_POLICY,
+    Item,
+    Kept,
+    MinHashVerification,
+    Policy,
+    SimHashOnly,
+    SimHashVerification,
+    check_policy,
+)
+
+AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
+TEXT = "Just tried the new hiking boots from Pelham. Looks nice, stopped working after a week!"
+EDITED = (
+    "Just tried the new hiking boots from Pelham! Looks nice, but stopped working after a week."
+)
+OTHER = "The quarterly report shows revenue growth in every region except the north."
+
+
+def planned(policy: Policy, key: str, text: str, max_distance: int = 3) -> Item:
+    item = Item(key, fingerprint(text), 10, max_distance)
+    policy.plan_many([item], [text], max_distance)
+    return item
+
+
+def kept_of(item: Item) -> Kept:
+    return Kept(item.key, item.fingerprint, AT, item.text, item.signature)
+
+
+def test_minhash_plans_the_comparison_text_signature_and_band_keys() -> None:
+    item = planned(MinHashVerification(), "a", TEXT)
+    normalised = default_normalise(TEXT)
+    assert item.planned and item.radius == 3
+    assert item.text == normalised  # short: kept for the exact measure
+    expected = minhash.signatures([normalised])
+    assert item.signature == minhash.to_bytes(expected[0])
+    assert item.band_keys == tuple(sorted(set(minhash.band_keys(expected)[0].tolist())))
+
+
+def test_minhash_keeps_no_text_of_a_long_one() -> None:
+    long_text = " ".join([TEXT, OTHER] * 5)
+    item = planned(MinHashVerification(), "a", long_text)
+    assert len(default_normalise(long_text)) >= 300 and item.text is None
+    assert item.signature is not None
+
+
+def test_minhash_confirms_short_texts_by_exact_jaccard() -> None:
+    policy = MinHashVerification()
+    a, b = planned(policy, "a", TEXT), planned(policy, "b", EDITED)
+    expected = similarity.jaccard(default_normalise(EDITED), default_normalise(TEXT), n=3)
+    match = policy.confirm(b, kept_of(a), 3)
+    assert expected >= 0.55 and match is not None
+    assert (match.key, match.measure, match.score) == ("a", "jaccard", round(expected, 6))
+    strict = MinHashVerification(threshold=0.99)
+    kept = kept_of(planned(strict, "a", TEXT))
+    assert strict.confirm(planned(strict, "b", EDITED), kept, 3) is None
+
+
+def test_minhash_confirms_long_texts_by_the_estimate() -> None:
+    policy = MinHashVerification()
+    base = " ".join(f"Sentence number {i} tells of the harbour and the ships." for i in range(20))
+    a, b = planned(policy, "a", base), planned(policy, "b", base + " One more line at the end.")
+    assert a.signature is not None and b.signature is not None
+    estimate = minhash.estimate(a.signature, b.signature)
+    match = policy.confirm(b, kept_of(a), 3)
+    assert estimate >= 0.55 and match is not None
+    assert (match.measure, match.score) == ("minhash", round(estimate, 6))
+
+
+def test_confirm_many_equals_confirm_pair_by_pair() -> None:
+    policy = MinHashVerification()
+    texts = [TEXT, EDITED, OTHER, OTHER + " Indeed.", TEXT.upper()]
+    items = [planned(policy, str(i), text) for i, text in enumerate(texts)]
+    news = [items[i] for i in range(len(items)) for _ in range(len(items))]
+    olds = [kept_of(items[j]) for _ in range(len(items)) for j in range(len(items))]
+    one_by_one = [policy.confirm(a, b, 3) for a, b in zip(news, olds, strict=True)]
+    assert policy.confirm_many(news, olds, 3) == one_by_one
+    assert sum(match is not None for match in one_by_one) > len(items)  # not all None
+
+
+def test_an_unplanned_item_is_decided_by_distance_under_every_policy() -> None:
+    value = fingerprint(TEXT)
+    kept = Kept("k", value ^ 0b111, AT, None, None)  # 3 bits away
+    for policy in (MinHashVerification(), SimHashVerification(), SimHashOnly()):
+        assert policy.confirm(Item("q", value, None, 3), kept, 3) is not None
+        assert policy.confirm(Item("q", value, None, 2), kept, 3) is None
+
+
+def test_simhash_only_matches_near_empty_texts_only_at_distance_zero() -> None:
+    policy = SimHashOnly(min_features=3)
+    near_empty = Item("a", 1, 2, 3)
+    policy.plan_many([near_empty], ["ok"], 3)
+    assert near_empty.radius == 0
+    full = Item("b", 1, 3, 3)
+    policy.plan_many([full], ["ok ok ok"], 3)
+    assert full.radius == 3
+
+
+def test_simhash_verification_widens_the_radius_of_short_texts_only() -> None:
+    policy = SimHashVerification(short_radius=7, threshold=0.8)
+    short = planned(policy, "a", TEXT)
+    assert (short.radius, short.threshold, short.text) == (7, 0.8, default_normalise(TEXT))
+    long_item = planned(policy, "b", " ".join([TEXT] * 10))
+    assert (long_item.radius, long_item.threshold, long_item.text) == (3, None, None)
+
+
+def test_candidates_by_band_keys_or_by_radius() -> None:
+    policy = MinHashVerification(min_bands=2)
+    a, b = planned(policy, "a", TEXT), planned(policy, "b", OTHER)
+    assert policy.is_candidate(b, a, 2)  # shared keys alone make a candidate
+    assert not policy.is_candidate(b, a, 1) or (a.fingerprint ^ b.fingerprint).bit_count() <= 3
+    unsigned = Item("u", b.fingerprint ^ 1, None, 3)  # a bare fingerprint, one bit away
+    assert policy.is_candidate(unsigned, b, 0)  # unsigned: the SimHash radius
+
+
+def test_invalid_policy_options_are_refused_with_simstore_errors() -> None:
+    with pytest.raises(InvalidInput):
+        MinHashVerification(min_bands=0)
+    with pytest.raises(InvalidInput):
+        SimHashOnly(min_features=-1)
+    with pytest.raises(InvalidType):
+        SimHashVerification(short_radius="7")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        SimHashVerification(threshold=1.5)
+    with pytest.raises(InvalidType):
+        check_policy("minhash")
+    assert check_policy(DEFAULT_POLICY) is DEFAULT_POLICY
+
+
+def test_every_policy_describes_itself() -> None:
+    for policy in (MinHashVerification(), SimHashVerification(), SimHashOnly()):
+        assert policy.describe(3).startswith(policy.name)
+
+
+def test_the_old_policy_name_warns_and_is_the_new_class() -> None:
+    import simstore.verify
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = simstore.verify.Verification
+    assert old is SimHashVerification
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+def test_named_rows_equal_their_tables_columns() -> None:
+    for table_name, row in ROWS.items():
+        columns = [c.name for c in metadata.tables[table_name].c if c.name != "id"]
+        assert list(row._fields) == columns
