@@ -27,6 +27,8 @@ from simstore._writer import Writer
 from simstore.batch import plan_items
 from simstore.encoding import from_signed
 from simstore.errors import BatchFailed, InvalidInput, InvalidType, SimstoreError
+from simstore.ingest import Rejected
+from simstore.ingest import ingest as ingest_records
 from simstore.locking import BAND_LOCK_MAX_RADIUS, lock_for_write
 from simstore.presets import Preset
 from simstore.probes import band_values
@@ -305,6 +307,17 @@ class SimStore:
                 f"({committed} items before it are committed)",
                 committed,
             ) from error
+
+    def ingest(
+        self,
+        records: Iterable[Any],
+        *,
+        batch_size: int = 1000,
+        strict: bool = False,
+    ) -> Iterator[Decision | Rejected]:
+        """``add_many`` that loses only the bad records: a failed batch is retried item by item,
+        and each record yields its Decision or a ``Rejected`` (``simstore.ingest``)."""
+        return ingest_records(self, records, batch_size=batch_size, strict=strict)
 
     # --- reading and upkeep --------------------------------------------------------------------
 

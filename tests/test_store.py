@@ -311,3 +311,15 @@ def test_the_names_before_0_3_warn_and_decide_as_their_new_policies(
         assert store.search("a longer text with plenty of features").max_distance == 3
     with pytest.raises(InvalidInput, match="not both"):
         make_store(policy=SimHashOnly(), verification=None)
+
+
+def test_ingest_loses_only_the_bad_records(make_store: StoreFactory) -> None:
+    from simstore.ingest import Rejected
+
+    store = make_store()
+    store.add("what b said first", key="b")
+    records = [("a", "the first text of the feed"), ("b", "b says something else"), ("c", "more")]
+    outcomes = list(store.ingest(records, batch_size=10))
+    assert [o.key for o in outcomes] == ["a", "b", "c"]
+    assert isinstance(outcomes[1], Rejected) and "b" in str(outcomes[1])  # a key conflict
+    assert store.get("a") is not None and store.get("c") is not None
