@@ -196,7 +196,7 @@ class RawAdd:
 def sample_stored(store: SimStore, count: int, rng: random.Random) -> list[int]:
     """``count`` fingerprints kept in the store's namespace, picked by random row id."""
     stored: list[int] = []
-    with store._bound_engine.connect() as connection:
+    with store.engine.connect() as connection:
         low, high = connection.exec_driver_sql(
             "SELECT MIN(id), MAX(id) FROM simstore_fingerprints"
         ).one()
@@ -334,7 +334,7 @@ def main() -> None:
         ratio = f"{p50 / floor:.2f}x" if floor else "-"
         print(f"{name:40} {p50:9.0f} {percentile(samples, 0.99):9.0f} {ratio:>9}  {note}")
     if args.fill != "existing":  # leave a server's database as it was found
-        with store._bound_engine.begin() as connection:
+        with store.engine.begin() as connection:
             for table in ("simstore_minhash", "simstore_decisions", "simstore_fingerprints"):
                 connection.exec_driver_sql(f"DELETE FROM {table} WHERE ns_id = {int(store.ns_id)}")
             connection.exec_driver_sql(
