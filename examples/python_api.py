@@ -41,7 +41,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{Path(folder) / 'tour.db'}"  # created and migrated on open
-        with SimStore(url, namespace="news", max_distance=3) as store:
+        with SimStore(url, namespace="news") as store:  # the default policy: MinHash similarity
             # 2. add(): check and insert in one atomic step.
             print(describe(store.add(NEWS, key="article-1")))
             print(describe(store.add("RT @citydesk: " + NEWS + " #news", key="article-2")))
@@ -54,12 +54,11 @@ def main() -> None:
             ]
             for decision in store.add_many(batch):
                 print(describe(decision))
-            # zh-3 may well be kept: a footer is a large share of a short text's features. Short
-            # texts need a larger max_distance (or an exact check) than long ones.
+            # zh-3 may well be kept: a footer is a large share of a short text's features.
 
             # 4. query(): look without adding; get(): the decision recorded for a key.
-            for match in store.query(NEWS_ZH.replace("，", ", "), max_distance=5):
-                print(f"query match {match.key} at distance {match.distance} ({match.hex})")
+            for match in store.query(NEWS_ZH.replace("，", ", ")):
+                print(f"query match {match.key}: {match.measure} {match.score} ({match.hex})")
             print("get('zh-2'):", store.get("zh-2"))
 
             # 5. stats(): what the namespace holds.

@@ -83,7 +83,8 @@ def plan_items(
 
     Texts are fingerprinted together and planned by ``policy`` (signed in one pass); a bare
     fingerprint, or any item when ``explicit`` (a radius given to ``add`` or ``query``) is set,
-    is decided by SimHash distance alone at that radius.
+    is decided by SimHash distance alone at that radius. A radius given with a text is refused
+    under a policy that decides texts by similarity.
     """
     for key, text, value in raw:
         checked = check_key(key)
@@ -92,6 +93,12 @@ def plan_items(
         if value is not None:
             check_fingerprint(value)
     texts = [text for _key, text, value in raw if value is None]
+    if explicit is not None and texts and not policy.decides_texts_by_distance:
+        raise InvalidInput(
+            f"max_distance has no meaning for a text under the {policy.name} policy, which "
+            "decides texts by similarity (its threshold); it applies to fingerprints, or open "
+            "the store with policy=SimHashOnly() to decide texts by distance"
+        )
     analysed = iter(analyze_many(texts, preset=preset))
     radius = max_distance if explicit is None else explicit
     items: list[Item] = []

@@ -52,7 +52,7 @@ _UNSET: Any = object()
 __all__ = ["BatchFailed", "Decision", "Match", "Search", "SimStore", "Stats"]
 
 
-def _resolve_policy(policy: Policy | None, verification: Any, min_features: Any) -> Policy:
+def _resolve_policy(policy: Policy | str | None, verification: Any, min_features: Any) -> Policy:
     """The policy from ``policy``, or from the names before 0.3 (with a DeprecationWarning)."""
     if verification is not _UNSET:
         if policy is not None:
@@ -87,8 +87,10 @@ class SimStore:
     ``auto_upgrade`` None upgrades SQLite databases on open and asks servers to be upgraded with
     ``simstore db upgrade``; True or False forces either way.
     ``policy`` decides (``simstore.verify``): ``MinHashVerification()`` by default,
-    ``SimHashVerification(...)`` or ``SimHashOnly(min_features=...)``. An explicit
-    ``max_distance`` on ``add``/``query`` means plain SimHash at that radius.
+    ``SimHashVerification(...)`` or ``SimHashOnly(min_features=...)``, or one's name.
+    ``max_distance`` is the SimHash radius: it decides fingerprints and unsigned rows under every
+    policy and texts under the SimHash policies (a radius given with a text to ``add``/``query``
+    is refused under ``MinHashVerification``, whose knob is its threshold).
     ``lookup`` picks how SimHash candidates are found for radii <= 3: ``"bands"``, ``"pairs"``
     or ``"auto"`` (``simstore.probes``); all three find exactly the same matches.
     ``verification`` and ``min_features`` are the names before 0.3 (deprecated).
@@ -104,7 +106,7 @@ class SimStore:
         keep: str | timedelta | float | None = None,
         auto_upgrade: bool | None = None,
         partition: str | timedelta | float = "1h",
-        policy: Policy | None = None,
+        policy: Policy | str | None = None,
         lookup: str = "auto",
         verification: Any = _UNSET,
         min_features: Any = _UNSET,

@@ -96,6 +96,9 @@ class Policy(ABC):
     """What a policy must say: how to plan a text, which rows are candidates, what confirms one."""
 
     name: ClassVar[str]
+    # whether texts are decided by SimHash distance, so that a radius given with a text means
+    # something (under MinHash a text is decided by similarity; its radius is for fingerprints)
+    decides_texts_by_distance: ClassVar[bool] = True
     min_bands: int = 1  # shared band keys that make two signed texts candidates
 
     @abstractmethod
@@ -261,6 +264,7 @@ class MinHashVerification(Policy):
     """
 
     name: ClassVar[str] = "minhash"
+    decides_texts_by_distance: ClassVar[bool] = False
     short_length: int = 300
     measure: Measure = "jaccard"
     threshold: float = 0.55
@@ -388,8 +392,36 @@ def _traditional_folder() -> Callable[[str], str]:
 DEFAULT_POLICY = MinHashVerification()
 
 
+POLICY_NAMES = ("minhash", "simhash-verified", "simhash")
+
+
+def policy_from(name: str, *, threshold: float | None = None) -> Policy:
+    """A policy by its name (``POLICY_NAMES``, as the CLI and the Flask and Django settings give
+    it), with ``threshold`` as its similarity threshold: for ``minhash`` both the short texts' exact
+    measure and the long texts' estimate, for ``simhash-verified`` the short texts' measure.
+    ``simhash`` decides by distance alone and takes no threshold (its knob is ``max_distance``)."""
+    check_fraction("threshold", threshold)
+    if name == "minhash":
+        if threshold is None:
+            return MinHashVerification()
+        return MinHashVerification(threshold=threshold, long_threshold=threshold)
+    if name == "simhash-verified":
+        return (
+            SimHashVerification() if threshold is None else SimHashVerification(threshold=threshold)
+        )
+    if name == "simhash":
+        if threshold is not None:
+            raise InvalidInput(
+                "the simhash policy decides by distance: give max_distance, not a threshold"
+            )
+        return SimHashOnly()
+    raise InvalidInput(f"policy must be one of {', '.join(POLICY_NAMES)}, not {name!r}")
+
+
 def check_policy(policy: object) -> Policy:
-    """``policy`` if it is a simstore policy, else InvalidType."""
+    """``policy`` if it is a simstore policy (or one's name, see ``policy_from``), else an error."""
+    if isinstance(policy, str):
+        return policy_from(policy)
     if not isinstance(policy, Policy):
         raise InvalidType(
             "policy must be a simstore.verify policy (MinHashVerification, SimHashVerification or "

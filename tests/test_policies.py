@@ -140,7 +140,7 @@ def test_invalid_policy_options_are_refused_with_simstore_errors() -> None:
     with pytest.raises(InvalidInput):
         SimHashVerification(threshold=1.5)
     with pytest.raises(InvalidType):
-        check_policy("minhash")
+        check_policy(3)
     assert check_policy(DEFAULT_POLICY) is DEFAULT_POLICY
 
 
@@ -163,3 +163,38 @@ def test_named_rows_equal_their_tables_columns() -> None:
     for table_name, row in ROWS.items():
         columns = [c.name for c in metadata.tables[table_name].c if c.name != "id"]
         assert list(row._fields) == columns
+
+
+def test_policies_by_name_carry_the_threshold() -> None:
+    from simstore.verify import policy_from
+
+    minhash_policy = policy_from("minhash", threshold=0.7)
+    assert isinstance(minhash_policy, MinHashVerification)
+    assert (minhash_policy.threshold, minhash_policy.long_threshold) == (0.7, 0.7)
+    verified = policy_from("simhash-verified", threshold=0.9)
+    assert isinstance(verified, SimHashVerification) and verified.threshold == 0.9
+    assert policy_from("simhash") == SimHashOnly()
+    assert check_policy("simhash") == SimHashOnly()
+    with pytest.raises(InvalidInput, match="distance"):
+        policy_from("simhash", threshold=0.5)
+    with pytest.raises(InvalidInput, match="one of"):
+        policy_from("lsh")
+
+
+def test_a_radius_with_a_text_is_refused_where_similarity_decides() -> None:
+    from simstore import batch
+    from simstore.presets import get_preset
+
+    raw = [("k", TEXT, None)]
+    preset = get_preset("default")
+    with pytest.raises(InvalidInput, match="max_distance has no meaning"):
+        batch.plan_items(
+            raw, preset=preset, policy=MinHashVerification(), max_distance=3, explicit=5
+        )
+    items = batch.plan_items(raw, preset=preset, policy=SimHashOnly(), max_distance=3, explicit=5)
+    assert items[0].radius == 5 and not items[0].planned
+    by_fingerprint = [("k", None, 7)]  # a fingerprint takes a radius under every policy
+    items = batch.plan_items(
+        by_fingerprint, preset=preset, policy=MinHashVerification(), max_distance=3, explicit=5
+    )
+    assert items[0].radius == 5

@@ -54,10 +54,24 @@ def test_without_verification_plain_k3_misses_the_repost(make_store: StoreFactor
     assert store.add(REPOST, key="b").inserted
 
 
-def test_an_explicit_radius_means_plain_simhash(make_store: StoreFactory) -> None:
-    store = make_store()
+def test_an_explicit_radius_means_plain_simhash_where_distance_decides_texts(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store(policy=SimHashVerification())
     store.add(ORIGINAL, key="a")
-    assert store.add(REPOST, key="b", max_distance=3).inserted
+    assert not store.add(REPOST, key="b").inserted  # verified at the short texts' radius
+    assert store.add(REPOST, key="c", max_distance=3).inserted  # plain k = 3 misses it
+
+
+def test_a_radius_with_a_text_is_refused_under_minhash(make_store: StoreFactory) -> None:
+    store = make_store()  # MinHashVerification decides texts by similarity, not distance
+    store.add(ORIGINAL, key="a")
+    with pytest.raises(InvalidInput, match="max_distance has no meaning"):
+        store.add(REPOST, key="b", max_distance=3)
+    with pytest.raises(InvalidInput, match="max_distance has no meaning"):
+        store.query(REPOST, max_distance=3)
+    assert store.get("b") is None  # nothing written
+    assert [m.key for m in store.query(REPOST)] == ["a"]
 
 
 def test_the_threshold_decides(make_store: StoreFactory) -> None:
