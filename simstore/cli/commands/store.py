@@ -32,23 +32,18 @@ def query(settings: Settings, text: str, max_distance: int | None, limit: int | 
     TEXT '-' reads stdin. Shows each match's key, distance, fingerprint and when it was added.
     Nothing is added.
     """
-    from simstore.fingerprint import analyze
-
-    text = read_argument(text)
     with open_store(settings, max_distance=max_distance) as store:
-        matches = store.query(text, limit=limit)
-        own = analyze(text, preset=store.preset).fingerprint
-        radius = store.max_distance
+        found = store.search(read_argument(text), limit=limit)
     data = {
-        "fingerprint": to_hex(own),
-        "max_distance": radius,
-        "matches": [match_json(match) for match in matches],
+        "fingerprint": found.hex,
+        "max_distance": found.max_distance,
+        "matches": [match_json(match) for match in found.matches],
     }
-    rows = [(m.key, str(m.distance), m.hex, shown(m.added_at)) for m in matches]
+    rows = [(m.key, str(m.distance), m.hex, shown(m.added_at)) for m in found.matches]
     if rows:
         text_out = table(("key", "distance", "fingerprint", "added_at"), rows)
     else:
-        text_out = f"no match within distance {radius} of {to_hex(own)}"
+        text_out = f"no match within distance {found.max_distance} of {found.hex}"
     emit(settings, data, text_out)
 
 
