@@ -2,6 +2,11 @@
 MySQL/MariaDB. Server URLs come from SIMSTORE_TEST_POSTGRESQL_URL and SIMSTORE_TEST_MYSQL_URL; each
 test session works in a fresh database of its own on each server, dropped at the end. An unset or
 unreachable server skips with a reason, unless SIMSTORE_REQUIRE_SERVERS=1 (CI), where it fails.
+
+Every test case that needs a server is marked ``server`` at collection (``pytest -m "not server"``
+runs without one): the cases given a server by a parameter (``dialect``, ``kind``, a fixture's
+own), those using ``server_url``, and those whose code reaches ``new_server_database`` or a server
+URL's environment variable.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import CodeType, FunctionType
 from typing import Any
 
 import pytest
@@ -84,6 +90,54 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             pass
         finally:
             admin.dispose()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by these marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _needs_a_server(item):
+            item.add_marker(pytest.mark.server)
+
+
+def _needs_a_server(item: pytest.Item) -> bool:
+    if "server_url" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec else {}
+    values = [value for value in params.values() if isinstance(value, str)]
+    if any(value in SERVERS for value in values):
+        return True
+    if any(value.startswith("sqlite") for value in values):
+        return False  # a SQLite case of a test whose other cases make a server database
+    function = getattr(item, "obj", None)
+    return isinstance(function, FunctionType) and _reaches_a_server(function, set())
+
+
+def _reaches_a_server(function: FunctionType, seen: set[FunctionType]) -> bool:
+    """Whether the test, or a helper of the test suite it calls, makes or reads a server URL."""
+    seen.add(function)
+    for code in _code_objects(function.__code__):
+        if {"new_server_database", "SERVER_ENV"} & set(code.co_names):
+            return True
+        if any(isinstance(const, str) and const in SERVER_ENV.values() for const in code.co_consts):
+            return True
+        for name in code.co_names:
+            helper = function.__globals__.get(name)
+            if (
+                isinstance(helper, FunctionType)
+                and helper.__module__.startswith("tests.")
+                and helper not in seen
+                and _reaches_a_server(helper, seen)
+            ):
+                return True
+    return False
+
+
+def _code_objects(code: CodeType) -> Iterator[CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from _code_objects(const)
 
 
 @pytest.fixture(params=DIALECTS)

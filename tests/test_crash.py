@@ -37,6 +37,7 @@ from tests._workers import (
 )
 from tests.conftest import new_server_database
 
+pytestmark = pytest.mark.slow  # each case runs and kills child processes
 CRASHING = pytest.mark.parametrize("dialect", ["sqlite-file", "postgresql", "mysql"], indirect=True)
 SEED = 11
 

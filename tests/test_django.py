@@ -13,6 +13,8 @@ from sqlalchemy.engine import make_url
 
 from tests.conftest import new_server_database
 
+pytestmark = pytest.mark.slow  # a Django project made and migrated in subprocesses, per database
+
 pytest.importorskip("django", reason="the django extra is not installed")
 
 TEXT = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"

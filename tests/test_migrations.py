@@ -123,6 +123,7 @@ def test_a_server_behind_the_schema_is_refused_with_the_command(kind: str) -> No
     assert migrate.check(url) == migrate.head()
 
 
+@pytest.mark.slow  # builds a wheel and installs it into a fresh venv
 def test_the_built_wheel_ships_the_migrations_and_works_in_a_fresh_venv(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(

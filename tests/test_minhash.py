@@ -266,6 +266,7 @@ def _race_worker(url: str, namespace: str, items: list[tuple[str, str]], barrier
     store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", ["sqlite-file", "postgresql", "mysql"], indirect=True)
 def test_racing_processes_keep_one_text_per_cluster(database_url: str) -> None:
     clusters = _clusters()

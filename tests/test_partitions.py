@@ -133,6 +133,7 @@ def _add_same_key(url: str, value: int, at: datetime, barrier: object) -> None:
             store.add(fingerprint=value, key="raced", at=at)
 
 
+@pytest.mark.slow
 def test_racing_adds_of_one_key_into_two_partitions_keep_one_row() -> None:
     url = _partitioned_url()
     _enable(url, now=DAY0)

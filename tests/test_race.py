@@ -13,6 +13,8 @@ import sqlalchemy as sa
 
 from simstore.store import SimStore
 
+pytestmark = pytest.mark.slow  # OS processes racing on every dialect
+
 PROCESSES = 4
 CLUSTERS = 40
 MEMBERS_PER_PROCESS = 2

@@ -4,9 +4,10 @@ process purges the partitions older than the window. Afterwards exactly one memb
 inside the window is kept, nothing inside it is lost, nothing older survives the final purge, no
 key is stored twice, and the tables reconcile with the decisions the workers were told.
 
-A reduced soak (4 processes x 500 adds) runs by default on SQLite, PostgreSQL and MariaDB. The full
-one (4 x 20,000 adds; ``SIMSTORE_SOAK_ADDS`` changes the number) prints adds/s, latencies and the
-insert races retried:
+A reduced soak (4 processes x 500 adds) runs on SQLite, PostgreSQL and MariaDB in every plain
+``pytest`` run, CI's included; it is marked slow, so ``pytest -m "not slow"`` leaves it out. The
+full one (4 x 20,000 adds; ``SIMSTORE_SOAK_ADDS`` changes the number) is too long for CI and runs
+only when asked for; it prints adds/s, latencies and the insert races retried:
 
     pytest -m slow tests/test_soak.py
 """
@@ -205,6 +206,7 @@ def test_soak_plan_has_about_30_percent_duplicates() -> None:
     assert any(item.text for item in items) and any(item.at < plan.window_start for item in items)
 
 
+@pytest.mark.slow
 @RACING
 def test_soak_reduced(database_url: str) -> None:
     figures = run_soak(database_url, PROCESSES, REDUCED_ADDS)
