@@ -6,12 +6,14 @@ All scores lie in [0, 1], 1 meaning identical. Texts are compared after the defa
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA, Levenshtein
 
 from simstore._algorithms import default_normalise
 from simstore.errors import InvalidInput, InvalidType
@@ -70,3 +72,42 @@ def cosine(
 def edit_ratio(a: str, b: str, *, normalise: bool = True) -> float:
     """1 - Levenshtein distance / length of the longer text (rapidfuzz); two empty texts score 1."""
     return float(Levenshtein.normalized_similarity(_text(a, normalise), _text(b, normalise)))
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+_TOKENS = re.compile(r"\d+|[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]|[^\W\d_]+")
+
+
+def tokens(text: str) -> list[str]:
+    """Words of a normalised text: digit runs, single CJK characters, runs of other letters."""
+    return _TOKENS.findall(text)
+
+
+def _is_typo(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether two equally long token runs differ only by typos (a swap, a dropped letter)."""
+    return len(a) == len(b) and all(
+        len(x) >= 4 and len(y) >= 4 and OSA.normalized_similarity(x, y) >= 0.75
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+def _is_cjk(token: str) -> bool:
+    return len(token) == 1 and bool(_CJK.match(token))
+
+
+def replacements(a: str, b: str) -> tuple[int, bool]:
+    """How two normalised texts differ by substitution: how many words of one stand in place of
+    other words of the other (a run of CJK characters counts as one word; typos, insertions and
+    deletions are not substitutions), and whether one text has a number the other lacks while
+    the other has a number the first lacks (a number replaced)."""
+    left, right = tokens(a), tokens(b)
+    replaced = 0
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    for operation, i1, i2, j1, j2 in matcher.get_opcodes():
+        old, new = left[i1:i2], right[j1:j2]
+        if operation != "replace" or _is_typo(old, new):
+            continue
+        words = [t for t in old if not _is_cjk(t)], [t for t in new if not _is_cjk(t)]
+        replaced += min(len(words[0]), len(words[1])) or 1
+    numbers = Counter(t for t in left if t.isdigit()), Counter(t for t in right if t.isdigit())
+    return replaced, bool(numbers[0] - numbers[1]) and bool(numbers[1] - numbers[0])

@@ -36,7 +36,7 @@ from simstore._algorithms import default_normalise
 from simstore.encoding import bands
 from simstore.errors import InvalidInput, InvalidType
 from simstore.results import Match
-from simstore.similarity import cosine, edit_ratio, jaccard
+from simstore.similarity import cosine, edit_ratio, jaccard, replacements
 from simstore.validate import check_fraction, check_int
 
 Measure = Literal["jaccard", "cosine", "edit"]
@@ -271,6 +271,11 @@ class MinHashVerification(Policy):
     prefilter: float = 0.35
     long_threshold: float = 0.55
     min_bands: int = 2
+    # short texts: a look-alike of one template (other names, products, places swapped in) is
+    # not a duplicate. More places where other words stand in for the kept text's words than
+    # this (typos, insertions and deletions do not count) make a look-alike; None: no such check.
+    max_replaced: int | None = 1
+    numbers_matter: bool = True  # short texts: a number replaced by another makes a new message
     strip_social: bool = False  # drop URLs, @mentions and repost markers before comparing
     fold_traditional: bool = False  # compare traditional Chinese as simplified (OpenCC, [zh])
 
@@ -280,7 +285,8 @@ class MinHashVerification(Policy):
             check_fraction(name, getattr(self, name))
         check_int("short_length", self.short_length, lowest=0)
         check_int("min_bands", self.min_bands, lowest=1)
-        for name in ("strip_social", "fold_traditional"):
+        check_int("max_replaced", self.max_replaced, lowest=0, optional=True)
+        for name in ("numbers_matter", "strip_social", "fold_traditional"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInput(f"{name} must be True or False")
         if self.fold_traditional:
@@ -356,11 +362,20 @@ class MinHashVerification(Policy):
         if estimate < self.prefilter:
             return None
         score = self.score(item.text, kept.text)
-        if score < self.threshold:
+        if score < self.threshold or self._lookalike(item.text, kept.text):
             return None
         return Match(
             kept.key, kept.fingerprint, distance, kept.added_at, self.measure, round(score, 6)
         )
+
+    def _lookalike(self, a: str, b: str) -> bool:
+        """Whether two short texts are one template filled with other content."""
+        if self.max_replaced is None and not self.numbers_matter:
+            return False
+        places, numbers = replacements(a, b)
+        if self.numbers_matter and numbers:
+            return True
+        return self.max_replaced is not None and places > self.max_replaced
 
     def describe(self, max_distance: int) -> str:
         return (

@@ -198,3 +198,26 @@ def test_a_radius_with_a_text_is_refused_where_similarity_decides() -> None:
         by_fingerprint, preset=preset, policy=MinHashVerification(), max_distance=3, explicit=5
     )
     assert items[0].radius == 5
+
+
+def test_short_look_alikes_of_one_template_are_not_duplicates() -> None:
+    # the README's explain example: a review of other goods from the same template (Jaccard of
+    # character 3-grams above the threshold, so the measure alone would merge them)
+    policy = MinHashVerification()
+    boots = planned(policy, "a", TEXT)
+    vacuum = planned(policy, "b", TEXT.replace("hiking boots", "robot vacuum"))
+    assert similarity.jaccard(TEXT, TEXT.replace("hiking boots", "robot vacuum")) >= 0.55
+    assert policy.confirm(vacuum, kept_of(boots), 3) is None
+    lenient = MinHashVerification(max_replaced=None, numbers_matter=False)
+    assert lenient.confirm(
+        planned(lenient, "b", vacuum_text()), kept_of(planned(lenient, "a", TEXT)), 3
+    )
+    score = "Glenmoor Giants beat Ashford Arrows 4-0 on Saturday; Castillo scored twice."
+    other = planned(policy, "c", score.replace("4-0", "3-0"))
+    assert policy.confirm(other, kept_of(planned(policy, "d", score)), 3) is None
+    typo = planned(policy, "e", TEXT.replace("stopped", "stoped"))  # a typo is an edit
+    assert policy.confirm(typo, kept_of(boots), 3) is not None
+
+
+def vacuum_text() -> str:
+    return TEXT.replace("hiking boots", "robot vacuum")

@@ -110,3 +110,28 @@ def test_bad_parameters_raise() -> None:
         cosine("a", "b", unit="sentence")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="at least 1"):
         jaccard("a", "b", n=0)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        # counted by hand: the words of one text that stand where other words of the other stood
+        ("new hiking boots from pelham", "new robot vacuum from pelham", (2, False)),
+        (
+            "council votes next sunday until march 21",
+            "council votes coming sunday until march 21",
+            (1, False),
+        ),
+        ("rated 3 5 by users", "rated 5 5 by users", (1, True)),  # 3 -> 5: a number replaced
+        ("rt sam new hiking boots", "new hiking boots really", (0, False)),  # added, removed
+        ("stopped working after a week", "stoped wokring after a week", (0, False)),  # typos
+        ("锦鲤发布 修复了30个问题", "银杏发布 修复了30个问题", (1, False)),  # a CJK run: one word
+        ("修复了30个问题", "修复了91个问题", (1, True)),
+    ],
+)
+def test_replacements_count_substituted_words_not_edits(
+    a: str, b: str, expected: tuple[int, bool]
+) -> None:
+    from simstore.similarity import replacements
+
+    assert replacements(a, b) == expected
