@@ -24,8 +24,9 @@ Run from the repository root (builds the dataset first when it is missing; see
    day of its first or 49..70 hours after it. A "duplicate" decision is correct when it points into
    the text's own cluster at a text inside the window; a text should be a duplicate when the store
    holds a kept member of its cluster inside the window at that moment. A decision that points into
-   another cluster with which the text shares a source family but no label (a text and a wrapped
-   copy of it, say) is counted apart as unlabelled, not scored.
+   another cluster with which the text shares a source family, or of which it is a run (a text and
+   a wrapped copy of it, made for two different pairs), but no label is counted apart as
+   unlabelled, not scored; every other one is a false duplicate.
 3. **The sample corpus** (``examples/corpus.jsonl``, written by ``examples/make_corpus.py``, whose
    ``group`` field names the original a record was made from): all records in file order through
    one store; the share of reported duplicates that point into another group, and the share of
@@ -349,6 +350,10 @@ def stream_items(pairs: Sequence[Pair]) -> tuple[list[dict[str, Any]], dict[str,
         if pair.label:
             clusters.join(pair.a, pair.b)
     negatives = {frozenset((p.a, p.b)) for p in pairs if not p.label}
+    kinds: dict[str, set[str]] = defaultdict(set)
+    for pair in pairs:
+        kinds[pair.a].add(kind_of(pair))
+        kinds[pair.b].add(kind_of(pair))
     members: dict[str, list[str]] = defaultdict(list)
     for text in clusters.parent:
         members[clusters.find(text)].append(text)
@@ -369,7 +374,8 @@ def stream_items(pairs: Sequence[Pair]) -> tuple[list[dict[str, Any]], dict[str,
     for n, item in enumerate(items):
         item["key"] = f"s{n}"
         item["at"] = START + timedelta(seconds=item["seconds"])
-    return items, {"negatives": negatives, "families": families, "groups": groups}
+    facts = {"negatives": negatives, "families": families, "groups": groups, "kinds": kinds}
+    return items, facts
 
 
 def run_stream(pairs: Sequence[Pair], policy: Any, folder: Path) -> dict[str, Any]:
@@ -394,6 +400,17 @@ def run_stream(pairs: Sequence[Pair], policy: Any, folder: Path) -> dict[str, An
     }
 
 
+def _content(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+def inside(a: str, b: str) -> bool:
+    """One text's letters and digits, in order, are a run of the other's (a text and a copy of
+    it wrapped in something else): an unlabelled relation, not a known non-duplicate."""
+    left, right = sorted((_content(a), _content(b)), key=len)
+    return bool(left) and left in right
+
+
 def score_stream(
     items: Sequence[dict[str, Any]], targets: Sequence[str | None], facts: dict[str, Any]
 ) -> dict[str, Any]:
@@ -404,6 +421,7 @@ def score_stream(
     total = Counts()
     groups: dict[str, Counts] = defaultdict(Counts)
     unlabelled = late = 0
+    reasons: Counter[str] = Counter()
     for item, target_key in zip(items, targets, strict=True):
         cluster, moment = item["cluster"], item["at"]
         should = any(t > moment - WINDOW for t in kept[cluster])
@@ -423,15 +441,30 @@ def score_stream(
             continue
         pair = frozenset((item["text"], target["text"]))
         related = facts["families"][item["text"]] & facts["families"][target["text"]]
-        if pair not in facts["negatives"] and related and target["cluster"] != cluster:
+        other = target["cluster"] != cluster and pair not in facts["negatives"]
+        if other and (related or inside(item["text"], target["text"])):
             unlabelled += 1
         else:
             total.fp += 1
             counts.fp += 1
+            if pair in facts["negatives"]:
+                reasons["labelled non-duplicate pair"] += 1
+            else:  # two texts never paired: name them by the kinds of pairs they come from
+                names = [
+                    "/".join(sorted(facts.get("kinds", {}).get(t, {"?"})))[:40]
+                    for t in (item["text"], target["text"])
+                ]
+                reasons[" x ".join(sorted(names))] += 1
         if should:
             total.fn += 1
             counts.fn += 1
-    return {"total": total, "groups": groups, "unlabelled": unlabelled, "past_window": late}
+    return {
+        "total": total,
+        "groups": groups,
+        "unlabelled": unlabelled,
+        "past_window": late,
+        "false_by_kind": dict(reasons.most_common()),
+    }
 
 
 def print_stream(result: dict[str, Any]) -> None:
@@ -452,6 +485,9 @@ def print_stream(result: dict[str, Any]) -> None:
         f"unlabelled cross-cluster decisions (same source family, no label; not scored): "
         f"{result['unlabelled']}; matches past the window: {result['past_window']}"
     )
+    print("false duplicates by where the two texts come from (kinds of their pairs):")
+    for reason, count in list(result["false_by_kind"].items())[:10]:
+        print(f"  {count:>4}  {reason}")
 
 
 # --- 3. the sample corpus -----------------------------------------------------------------------
