@@ -275,3 +275,18 @@ def test_stream_items_cover_three_days_in_time_order() -> None:
     assert clusters["text 3"] == clusters["txet 3"] != clusters["text 4"]
     assert clusters["other"] not in {clusters["text 1"]}
     assert frozenset(("text 1", "other")) in facts["negatives"]
+
+
+def test_a_wrapped_copy_of_another_pairs_text_is_unlabelled_not_false() -> None:
+    assert evaluate_policy.inside("Keep it short.", "HEADER keep it short! footer")
+    assert not evaluate_policy.inside("Keep it short.", "Keep it long, footer")
+    items = [_item("s0", "Keep it short.", "A", 0), _item("s1", "Hi: keep it short! bye", "B", 1)]
+    facts = {
+        "groups": {i["text"]: "en-short" for i in items},
+        "families": {"Keep it short.": {"f1"}, "Hi: keep it short! bye": {"f2"}},
+        "negatives": set(),
+    }
+    scored = evaluate_policy.score_stream(items, [None, "s0"], facts)
+    assert scored["unlabelled"] == 1 and scored["total"].fp == 0
+    facts["negatives"] = {frozenset(i["text"] for i in items)}  # labelled: a false duplicate
+    assert evaluate_policy.score_stream(items, [None, "s0"], facts)["total"].fp == 1
