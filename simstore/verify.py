@@ -276,6 +276,7 @@ class MinHashVerification(Policy):
     # this (typos, insertions and deletions do not count) make a look-alike; None: no such check.
     max_replaced: int | None = 1
     numbers_matter: bool = True  # short texts: a number replaced by another makes a new message
+    strip_markup: bool = True  # drop roff comments, requests and escapes, HTML tags and entities
     strip_social: bool = False  # drop URLs, @mentions and repost markers before comparing
     fold_traditional: bool = False  # compare traditional Chinese as simplified (OpenCC, [zh])
 
@@ -286,7 +287,7 @@ class MinHashVerification(Policy):
         check_int("short_length", self.short_length, lowest=0)
         check_int("min_bands", self.min_bands, lowest=1)
         check_int("max_replaced", self.max_replaced, lowest=0, optional=True)
-        for name in ("numbers_matter", "strip_social", "fold_traditional"):
+        for name in ("numbers_matter", "strip_markup", "strip_social", "fold_traditional"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInput(f"{name} must be True or False")
         if self.fold_traditional:
@@ -297,10 +298,12 @@ class MinHashVerification(Policy):
         return _score(self.measure, a, b)
 
     def prepare(self, text: str) -> str:
-        """The text as the policy compares it (before simstore's normalisation): social-media
-        markers stripped and traditional characters folded, when asked. A text that would be left
-        empty is kept whole, so that two bare links never look identical."""
+        """The text as the policy compares it (before simstore's normalisation): markup, social-
+        media markers stripped and traditional characters folded, when asked. A text that would be
+        left empty is kept whole, so that two bare links never look identical."""
         prepared = text
+        if self.strip_markup and ("\\" in prepared or "<" in prepared or "&" in prepared):
+            prepared = _MARKUP.sub(" ", prepared)
         if self.strip_social:
             prepared = _SOCIAL.sub(" ", prepared)
         if self.fold_traditional:
@@ -391,6 +394,18 @@ _SOCIAL = re.compile(
     r"|(?:\bRT\b|\bvia\b|//|回复)?\s*(?<![A-Za-z0-9._%+\-])@[\w.\-]+[:：]?"
     r"|\bRT\b[:：]?|转发(?:微博)?[:：]?",
     re.IGNORECASE,
+)
+
+
+# Markup that says nothing about the content: roff comment lines (a man page's shared preamble)
+# and the requests and font or character escapes of roff, HTML and XML tags and entities.
+_MARKUP = re.compile(
+    r"^[.'][ \t]*\\\".*$"  # roff comment line: .\" or '\"
+    r"|^\.[A-Za-z]{1,3}\b"  # roff request at the start of a line (.TH, .SH, .B, .IP ...)
+    r"|\\f(?:[BIRP1-4]|\([A-Z]{2}|\[[A-Z]*\])|\\[(][^\s]{2}|\\[-&e|^~0]"  # roff escapes
+    r"|</?[A-Za-z][^<>]{0,200}>"  # HTML / XML tags
+    r"|&(?:[A-Za-z]{2,8}|#\d{1,6}|#x[0-9A-Fa-f]{1,6});",  # entities
+    re.MULTILINE,
 )
 
 

@@ -221,3 +221,25 @@ def test_short_look_alikes_of_one_template_are_not_duplicates() -> None:
 
 def vacuum_text() -> str:
     return TEXT.replace("hiking boots", "robot vacuum")
+
+
+def test_markup_is_not_compared() -> None:
+    # two man page sources that share only roff's comment preamble and requests
+    preamble = "'\\\" Copyright (c) 1994 Sun Microsystems, Inc.\n'\\\" See the file license.terms\n"
+    a = (
+        preamble
+        + ".TH raise n\n.SH NAME\nraise \\- change a window's position in the stacking order"
+    )
+    b = (
+        preamble
+        + ".TH bindtags n\n.SH NAME\nbindtags \\- determine which bindings apply to a window"
+    )
+    policy = MinHashVerification()
+    assert "Copyright" not in policy.prepare(a) and "\\-" not in policy.prepare(a)
+    assert "stacking order" in policy.prepare(a)
+    plain = MinHashVerification(strip_markup=False)
+    assert plain.prepare(a) == a
+    stripped = similarity.jaccard(policy.prepare(a), policy.prepare(b))
+    assert stripped < similarity.jaccard(plain.prepare(a), plain.prepare(b))
+    html = "<p>The <b>quick</b> fox &amp; the dog</p>"
+    assert default_normalise(policy.prepare(html)) == "the quick fox the dog"
