@@ -290,3 +290,15 @@ def test_a_wrapped_copy_of_another_pairs_text_is_unlabelled_not_false() -> None:
     assert scored["unlabelled"] == 1 and scored["total"].fp == 0
     facts["negatives"] = {frozenset(i["text"] for i in items)}  # labelled: a false duplicate
     assert evaluate_policy.score_stream(items, [None, "s0"], facts)["total"].fp == 1
+
+
+def test_lookalike_pairs_swap_the_body_not_the_attribution() -> None:
+    Text = build_dataset.Text
+    quote = "Paris and Lyon have 3 bridges and 5 parks, said the mayor."
+    item = Text("fortunes", "f", 0, "en", f"{quote}\n    -- Linus Torvalds", "-- Linus Torvalds")
+    donors = [Text("fortunes", "f", n, "en", f"Then Boston, and Denver {n}.") for n in range(1, 4)]
+    pairs = hard.lookalike_pairs(random.Random(0), {("en", "short"): [item, *donors]}, 5)
+    made = [p for p in pairs if p.a == item.text]
+    assert made and all(p.label == 0 and p.kind == "lookalike" for p in made)
+    for pair in made:
+        assert pair.b.endswith("\n    -- Linus Torvalds") and not pair.b.startswith(quote)

@@ -11,7 +11,7 @@ benchmark installs; this module adds ``git-man`` and reads what Debian installed
 | ``package_siblings`` | 0 | the descriptions (dpkg status) of two binary packages of one source (lib* / lib*-dev / -doc / -tools) |
 | ``shared_footer`` | 0 | two unrelated texts of one group, both wrapped in the same real long disclaimer or footer (GPL warranty disclaimer, licence notices, the Chinese man pages' translation footer) making 35-70% of each |
 | ``table_frame`` | 0 | two different tables of the Debian Reference drawn the same way (ASCII, or box characters) |
-| ``lookalike`` | 0 | a real short text and a copy with its names, numbers and content words swapped for others of the same pool (jieba parts of speech for Chinese), at least two slots: the template of one message filled with another's facts |
+| ``lookalike`` | 0 | a real short text and a copy with its names, numbers and content words swapped for others of the same pool (jieba parts of speech for Chinese), at least two slots: the template of one message filled with another's facts (a fortune's attribution line is left alone; fillers are drawn by slot kind, so the result is often implausible: it tests that swapped facts outweigh a shared frame, not realism) |
 | ``table_box_ascii`` | 1 | a table of the Debian Reference as printed (ASCII) and the same table redrawn with box-drawing characters: the same content, so a duplicate |
 | ``man_reflow`` | 1 | one man page rendered at two widths (80 and 66 columns): the same page, reflowed |
 | ``<domain>:<edit>`` | 1 | a copyright file, man page or package description and an edit of it (``edits.py``), so that recall is measured on the same kind of text |
@@ -582,9 +582,11 @@ def lookalike_pairs(
         for item in chosen:
             if made >= per_group:
                 break
-            other = lookalike(rng, item.text, lang, fillers)
-            if other is None:
+            # a fortune's attribution is not its message: swap inside the body only
+            swapped = lookalike(rng, build_dataset.body(item), lang, fillers)
+            if swapped is None:
                 continue
+            other = swapped + item.text[len(build_dataset.body(item)) :]
             pair = _pair(
                 "lookalike", 0, lang, item.text, other, item.source, build_dataset.ident(item)
             )
