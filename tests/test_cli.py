@@ -239,6 +239,68 @@ def test_dedup_splits_the_corpus_by_group(cli: Cli) -> None:
     assert [json.loads(line)["id"] for line in again.stdout.splitlines()] == list(group)
 
 
+# --- policies and their knobs ------------------------------------------------------------------
+
+
+def test_policy_and_threshold_change_decisions_and_the_summary_names_the_policy(cli: Cli) -> None:
+    default, simhash, strict = (
+        cli.json(*options, "ingest", str(CORPUS))
+        for options in (
+            ("--db", f"sqlite:///{cli.folder / 'default.db'}"),
+            ("--db", f"sqlite:///{cli.folder / 'simhash.db'}", "--policy", "simhash"),
+            ("--db", f"sqlite:///{cli.folder / 'strict.db'}", "--threshold", "0.99"),
+        )
+    )
+    assert default["policy"].startswith("minhash (") and "0.55" in default["policy"]
+    assert strict["policy"].startswith("minhash (") and "0.99" in strict["policy"]
+    assert strict["duplicates"] < default["duplicates"]
+    exact = cli.json(
+        "--db", f"sqlite:///{cli.folder / 'exact.db'}", "--policy", "simhash",
+        "ingest", "--max-distance", "0", str(CORPUS),
+    )  # fmt: skip
+    assert exact["policy"] == "simhash (distance <= 0)" and exact["max_distance"] == 0
+    assert simhash["policy"] == "simhash (distance <= 3)"
+    assert exact["duplicates"] < simhash["duplicates"]
+    assert len({default["duplicates"], simhash["duplicates"], exact["duplicates"]}) == 3
+    text = cli("--db", f"sqlite:///{cli.folder / 'text.db'}", "ingest", str(CORPUS))
+    assert re.search(r"^policy\s+minhash \(", text.stdout, re.M), text.stdout
+    assert "max distance" not in text.stdout
+
+
+def test_a_radius_under_the_minhash_policy_is_refused_not_ignored(cli: Cli) -> None:
+    posts = write(cli.folder / "posts.jsonl", [json.dumps({"id": "a", "text": LONG_TEXT})])
+    calls = [
+        ("ingest", "--max-distance", "5", str(posts)),
+        ("dedup", str(posts), "--out", "out.jsonl", "--max-distance", "5"),
+        ("query", "--max-distance", "5", LONG_TEXT),
+        ("--policy", "simhash", "--threshold", "0.9", "stats"),
+    ]
+    for args, result in zip(calls, cli.many(*calls), strict=True):
+        assert result.returncode == 4, (args, result.stderr)
+        assert result.stderr.startswith("simstore: error: "), result.stderr
+    for result in cli.many(*calls[:3]):
+        assert "decides texts by similarity" in result.stderr and "--threshold" in result.stderr
+    assert not (cli.folder / "out.jsonl").exists() or records(cli.folder / "out.jsonl") == []
+    assert not (cli.folder / "store.db").exists()  # refused before the store was opened
+
+
+def test_query_shows_the_policy_measure_and_score(cli: Cli) -> None:
+    short = "Just tried the new hiking boots from Pelham. Looks nice, stopped working after a week!"
+    posts = write(
+        cli.folder / "posts.jsonl",
+        [json.dumps({"id": "long", "text": LONG_TEXT}), json.dumps({"id": "short", "text": short})],
+    )
+    assert cli("ingest", str(posts)).returncode == 0
+    found, data = cli.many(("query", short + " Really."), ("--json", "query", "转发: " + LONG_TEXT))
+    assert found.stdout.startswith("policy: minhash ("), found.stdout
+    assert re.search(r"^key\s+distance\s+measure\s+score\s+fingerprint", found.stdout, re.M)
+    assert re.search(r"^short\s+\d+\s+jaccard\s+0\.\d{3}\s+[0-9a-f]{16}", found.stdout, re.M)
+    matched = loads(data)
+    assert matched["policy"].startswith("minhash (")
+    [match] = matched["matches"]
+    assert (match["key"], match["measure"]) == ("long", "minhash") and match["score"] >= 0.55
+
+
 # --- looking things up -------------------------------------------------------------------------
 
 
@@ -271,7 +333,7 @@ def test_query_show_and_explain(filled: Cli) -> None:
         ("explain", "a"),
         stdin=LONG_TEXT,
     )
-    assert re.search(r"^a\s+0\s+[0-9a-f]{16}\s+\d{4}-", found.stdout, re.M), found.stderr
+    assert re.search(r"^a\s+0\s+minhash\s+1\.000\s+[0-9a-f]{16}\s+\d{4}-", found.stdout, re.M)
     matched = loads(piped)
     assert matched["fingerprint"] == to_hex(fingerprint(LONG_TEXT))
     assert [match["key"] for match in matched["matches"]][:1] == ["a"]

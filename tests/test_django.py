@@ -21,7 +21,10 @@ TEXT = "今天天气很好，我们一起去公园散步，顺便看看湖边新
 EDITED = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花!明天可能下雨，出门记得带伞"
 
 
-def make_project(folder: Path, database: dict[str, object]) -> None:
+def make_project(
+    folder: Path, database: dict[str, object], simstore: dict[str, object] | None = None
+) -> None:
+    options = {"NAMESPACE": "comments", "KEEP": "2d", **(simstore or {})}
     (folder / "settings.py").write_text(
         textwrap.dedent(
             f"""
@@ -29,7 +32,7 @@ def make_project(folder: Path, database: dict[str, object]) -> None:
             INSTALLED_APPS = ["simstore.contrib.django"]
             DATABASES = {{"default": {database!r}}}
             USE_TZ = True
-            SIMSTORE = {{"NAMESPACE": "comments", "KEEP": "2d"}}
+            SIMSTORE = {options!r}
             """
         )
     )
@@ -91,3 +94,35 @@ def test_migrate_creates_the_schema_and_the_store_works(project: Path) -> None:
     assert result == ["RESULT True False c1"]
     stats = manage(project, "simstore", "stats")
     assert "namespace: comments" in stats.stdout and "kept: 1" in stats.stdout
+
+
+OTHER = "今天天气很好，我们一起去公园散步，顺便看看河边新开的花。明天可能下雨，出门记得带伞。"
+
+
+@pytest.mark.parametrize(
+    ("options", "kept"),
+    [
+        ({}, False),  # minhash: Jaccard 0.86 >= 0.55
+        ({"THRESHOLD": 0.99}, True),
+        ({"POLICY": "simhash"}, True),  # 8 bits apart, radius 3
+        ({"POLICY": "simhash", "MAX_DISTANCE": 10}, False),
+    ],
+    ids=["default", "threshold-0.99", "simhash", "simhash-radius-10"],
+)
+def test_policy_settings_decide(tmp_path: Path, options: dict[str, object], kept: bool) -> None:
+    database: dict[str, object] = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(tmp_path / "django.db"),
+    }
+    make_project(tmp_path, database, options)
+    assert manage(tmp_path, "migrate").returncode == 0
+    script = (
+        "from simstore.contrib.django import get_store\n"
+        "store = get_store()\n"
+        f"store.add({TEXT!r}, key='c1')\n"
+        f"print('RESULT', store.policy.name, store.add({OTHER!r}, key='c2').inserted)\n"
+    )
+    shell = manage(tmp_path, "shell", "-c", script)
+    assert shell.returncode == 0, shell.stderr
+    result = [line for line in shell.stdout.splitlines() if line.startswith("RESULT")]
+    assert result == [f"RESULT {options.get('POLICY', 'minhash')} {kept}"]

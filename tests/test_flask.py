@@ -19,11 +19,13 @@ from simstore.contrib.flask import FlaskSimStore
 
 POST = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
 REPOST = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花!明天可能下雨，出门记得带伞"
+EDITED = "今天天气很好，我们一起去公园散步，顺便看看河边新开的花。明天可能下雨，出门记得带伞。"
 
 
-def make_app(database: Path) -> tuple[Flask, FlaskSimStore, SQLAlchemy]:
+def make_app(database: Path, **config: object) -> tuple[Flask, FlaskSimStore, SQLAlchemy]:
     app = Flask(__name__)
     app.config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{database}"
+    app.config.update(config)
     db = SQLAlchemy(app)
     dedup = FlaskSimStore(app)
 
@@ -46,6 +48,35 @@ def test_a_view_rejects_a_near_duplicate_post(tmp_path: Path) -> None:
     assert second.status_code == 409 and second.get_json() == {"duplicate_of": "p1"}
     with app.app_context():
         assert dedup.store.engine is db.engine
+
+
+@pytest.mark.parametrize(
+    ("config", "status"),
+    [
+        ({}, 409),  # minhash: Jaccard 0.86 >= 0.55
+        ({"SIMSTORE_THRESHOLD": 0.99}, 201),
+        ({"SIMSTORE_POLICY": "simhash"}, 201),  # 8 bits apart, radius 3
+        ({"SIMSTORE_POLICY": "simhash", "SIMSTORE_MAX_DISTANCE": 10}, 409),
+    ],
+    ids=["default", "threshold-0.99", "simhash", "simhash-radius-10"],
+)
+def test_policy_settings_decide(tmp_path: Path, config: dict[str, object], status: int) -> None:
+    app, dedup, _db = make_app(tmp_path / "app.db", **config)
+    client = app.test_client()
+    assert client.post("/posts/p1", data=POST).status_code == 201
+    assert client.post("/posts/p2", data=EDITED).status_code == status
+    with app.app_context():
+        assert dedup.store.policy.name == config.get("SIMSTORE_POLICY", "minhash")
+
+
+def test_a_radius_under_the_minhash_policy_is_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    app, dedup, _db = make_app(tmp_path / "app.db", SIMSTORE_MAX_DISTANCE=0)
+    with app.app_context():
+        assert dedup.store.max_distance == 0
+    assert "SIMSTORE_MAX_DISTANCE is the SimHash radius" in caplog.text
+    assert "SIMSTORE_THRESHOLD" in caplog.text
 
 
 def test_flask_cli_upgrades_the_schema(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from simstore.errors import (
     SchemaOutOfDate,
     SimstoreError,
 )
+from simstore.verify import POLICY_NAMES, policy_from
 
 if TYPE_CHECKING:
     from simstore.store import SimStore
@@ -40,6 +41,8 @@ class Settings:
     json: bool
     quiet: bool
     debug: bool
+    policy: str = "minhash"
+    threshold: float | None = None
 
 
 class Failure(click.ClickException):
@@ -122,7 +125,7 @@ Exit codes:
      db check failed, key not found, or an unexpected error
   2  usage error (unknown option, missing argument, unreadable file)
   3  database unavailable, or its schema is out of date (run: simstore db upgrade)
-  4  invalid input (bad text, key, preset, distance or duration)
+  4  invalid input (bad text, key, preset, policy, distance or duration)
 
 Errors are one line on stderr: "simstore: error: ..."; --debug adds the traceback.""",
 )
@@ -140,6 +143,21 @@ Errors are one line on stderr: "simstore: error: ..."; --debug adds the tracebac
     help="Fingerprint preset (see 'simstore presets'); default: the namespace's own, or "
     "'default' for a new namespace.",
 )
+@click.option(
+    "--policy",
+    type=click.Choice(POLICY_NAMES),
+    default="minhash",
+    show_default=True,
+    help="What decides a text: 'minhash' (similarity; its knob is --threshold), "
+    "'simhash-verified' (SimHash, short texts confirmed by a similarity) or 'simhash' "
+    "(plain SimHash; its knob is --max-distance).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    help="Similarity a duplicate must reach (minhash: short and long texts [default: 0.55]; "
+    "simhash-verified: short texts [default: 0.8]).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no ingest/dedup summary.")
 @click.option("--debug", is_flag=True, help="Log to stderr and show tracebacks of errors.")
@@ -149,6 +167,8 @@ def main(
     url: str | None,
     namespace: str,
     preset: str | None,
+    policy: str,
+    threshold: float | None,
     as_json: bool,
     quiet: bool,
     debug: bool,
@@ -162,7 +182,23 @@ def main(
         logging.basicConfig(
             level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(levelname)s: %(message)s"
         )
-    ctx.obj = Settings(url or default_url(), namespace, preset, as_json, quiet, debug)
+    ctx.obj = Settings(
+        url or default_url(), namespace, preset, as_json, quiet, debug, policy, threshold
+    )
+
+
+def text_radius(settings: Settings, max_distance: int | None) -> int | None:
+    """``--max-distance`` of a text command, refused where it would not decide the texts.
+
+    Under the minhash policy a text is decided by similarity and the radius only governs bare
+    fingerprints, which the CLI never adds: taking it silently would be a knob that does nothing.
+    """
+    if max_distance is not None and not policy_from(settings.policy).decides_texts_by_distance:
+        raise InvalidInput(
+            f"--max-distance is a SimHash radius, but the {settings.policy} policy decides texts "
+            "by similarity: give --threshold instead (or --policy simhash to decide by distance)"
+        )
+    return max_distance
 
 
 @contextlib.contextmanager
@@ -171,8 +207,9 @@ def open_store(settings: Settings, **options: Any) -> Iterator[SimStore]:
     from simstore.store import SimStore
 
     given = {name: value for name, value in options.items() if value is not None}
+    policy = policy_from(settings.policy, threshold=settings.threshold)
     with SimStore(
-        settings.url, namespace=settings.namespace, preset=settings.preset, **given
+        settings.url, namespace=settings.namespace, preset=settings.preset, policy=policy, **given
     ) as store:
         yield store
 

@@ -80,6 +80,8 @@ def match_json(match: Match) -> dict[str, Any]:
         "key": match.key,
         "fingerprint": to_hex(match.fingerprint),
         "distance": match.distance,
+        "measure": match.measure,
+        "score": match.score,
         "added_at": iso(match.added_at),
     }
 
@@ -90,9 +92,7 @@ def decision_json(decision: Decision) -> dict[str, Any]:
         "key": decision.key,
         "fingerprint": decision.hex,
         "inserted": decision.inserted,
-        "duplicate_of": None
-        if match is None
-        else match_json(match) | {"measure": match.measure, "score": match.score},
+        "duplicate_of": None if match is None else match_json(match),
     }
 
 

@@ -4,8 +4,13 @@ Configuration keys (all optional):
 
 - ``SIMSTORE_URL``: the database; default is Flask-SQLAlchemy's engine when the app has one (no
   second engine), else ``sqlite:///<instance folder>/simstore.db``.
-- ``SIMSTORE_NAMESPACE`` (``"default"``), ``SIMSTORE_PRESET``, ``SIMSTORE_MAX_DISTANCE`` (3),
-  ``SIMSTORE_KEEP`` (e.g. ``"2d"``), ``SIMSTORE_AUTO_UPGRADE`` (None: SQLite yes, servers no).
+- ``SIMSTORE_NAMESPACE`` (``"default"``), ``SIMSTORE_PRESET``, ``SIMSTORE_KEEP`` (e.g. ``"2d"``),
+  ``SIMSTORE_AUTO_UPGRADE`` (None: SQLite yes, servers no).
+- ``SIMSTORE_POLICY`` (``"minhash"``, ``"simhash-verified"`` or ``"simhash"``: what decides a
+  text, ``simstore.verify.policy_from``) and ``SIMSTORE_THRESHOLD`` (None: the policy's own), the
+  similarity a duplicate must reach; ``SIMSTORE_MAX_DISTANCE`` (None: 3) is the SimHash radius,
+  which decides texts only under the SimHash policies (under ``minhash`` only bare fingerprints,
+  and setting it logs a warning).
 
 ``ext.store`` is the app's SimStore (made on first use, inside an app context). The ``flask
 simstore`` command group offers ``db upgrade``, ``db current``, ``db check`` and ``stats``.
@@ -25,6 +30,7 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
     ) from error
 
 from simstore import migrate
+from simstore.contrib._knobs import store_knobs
 from simstore.store import SimStore
 
 EXTENSION_KEY = "simstore"
@@ -41,7 +47,9 @@ class FlaskSimStore:
         app.config.setdefault("SIMSTORE_URL", None)
         app.config.setdefault("SIMSTORE_NAMESPACE", "default")
         app.config.setdefault("SIMSTORE_PRESET", None)
-        app.config.setdefault("SIMSTORE_MAX_DISTANCE", 3)
+        app.config.setdefault("SIMSTORE_POLICY", "minhash")
+        app.config.setdefault("SIMSTORE_THRESHOLD", None)
+        app.config.setdefault("SIMSTORE_MAX_DISTANCE", None)
         app.config.setdefault("SIMSTORE_KEEP", None)
         app.config.setdefault("SIMSTORE_AUTO_UPGRADE", None)
         app.extensions[EXTENSION_KEY] = _State()
@@ -81,9 +89,14 @@ def store_for(app: Flask) -> SimStore:
             bind_for(app),
             namespace=config["SIMSTORE_NAMESPACE"],
             preset=config["SIMSTORE_PRESET"],
-            max_distance=config["SIMSTORE_MAX_DISTANCE"],
             keep=config["SIMSTORE_KEEP"],
             auto_upgrade=config["SIMSTORE_AUTO_UPGRADE"],
+            **store_knobs(
+                config["SIMSTORE_POLICY"],
+                config["SIMSTORE_THRESHOLD"],
+                config["SIMSTORE_MAX_DISTANCE"],
+                "SIMSTORE_{}",
+            ),
         )
     return state.store
 

@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from simstore.cli._app import Failure, Settings, main, open_store
+from simstore.cli._app import Failure, Settings, main, open_store, text_radius
 from simstore.cli.output import emit, pairs
 from simstore.db import redact
 from simstore.errors import InvalidInput
@@ -132,14 +132,16 @@ def _progress(settings: Settings) -> contextlib.AbstractContextManager[Progress 
 
 
 def _summary(
-    settings: Settings, paths: tuple[str, ...], tally: Tally, preset: str, distance: int
+    settings: Settings, paths: tuple[str, ...], tally: Tally, store: SimStore
 ) -> tuple[dict[str, Any], str | None]:
     """The run's summary: as JSON data, and as text (None with --quiet)."""
+    preset, policy = store.preset.label, store.policy.describe(store.max_distance)
     data = {
         "db": redact(settings.url),
         "namespace": settings.namespace,
         "preset": preset,
-        "max_distance": distance,
+        "policy": policy,
+        "max_distance": store.max_distance,
         "read": tally.read,
         "kept": tally.kept,
         "duplicates": tally.duplicates,
@@ -150,7 +152,8 @@ def _summary(
     }
     sources = ", ".join(STDIN_NAME if path == "-" else path for path in paths)
     counts = {
-        "namespace": f"{settings.namespace} (preset {preset}, max distance {distance})",
+        "namespace": f"{settings.namespace} (preset {preset})",
+        "policy": policy,
         **{name: f"{count:>9,}" for name, count in tally.counts().items()},
         "rate": f"{tally.rate:>9,.0f} records/s ({tally.seconds:.2f} s)",
     }
@@ -184,13 +187,10 @@ def _add_records(
     """The shared body of ingest and dedup: add, print the summary, exit 1 on bad records."""
     for path in paths:
         format_of(path, options.format)  # a usage error before anything is opened
-    with (
-        open_store(settings, max_distance=options.max_distance) as store,
-        _progress(settings) as progress,
-    ):
+    radius = text_radius(settings, options.max_distance)
+    with open_store(settings, max_distance=radius) as store, _progress(settings) as progress:
         tally = _run(store, read_records(paths, options), options, on_decision, progress)
-        label, distance = store.preset.label, store.max_distance
-    data, text = _summary(settings, paths, tally, label, distance)
+    data, text = _summary(settings, paths, tally, store)
     emit(settings, {**describe, **data}, text, err=summary_to_stderr)
     _finish(tally)
 
@@ -217,7 +217,9 @@ def input_options(command: F) -> F:
         click.option(
             "--max-distance",
             type=int,
-            help="Largest Hamming distance that counts as a duplicate [default: 3].",
+            help="SimHash radius: the largest Hamming distance that counts as a duplicate "
+            "[default: 3]; only with --policy simhash or simhash-verified (minhash decides "
+            "by similarity: see --threshold).",
         ),
         click.option(
             "--strict",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from simstore.cli._app import Failure, Settings, main, open_store, read_argument
+from simstore.cli._app import Failure, Settings, main, open_store, read_argument, text_radius
 from simstore.cli.output import decision_json, emit, iso, match_json, pairs, shown, table, verdict
 from simstore.db import redact
 from simstore.encoding import to_hex
@@ -23,28 +23,40 @@ TEXTS_NOT_STORED = (
 
 @main.command()
 @click.argument("text")
-@click.option("--max-distance", type=int, help="Search radius [default: 3].")
+@click.option(
+    "--max-distance",
+    type=int,
+    help="SimHash search radius [default: 3]; only with --policy simhash or simhash-verified.",
+)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many matches.")
 @click.pass_obj
 def query(settings: Settings, text: str, max_distance: int | None, limit: int | None) -> None:
     """Kept fingerprints near TEXT, nearest first.
 
-    TEXT '-' reads stdin. Shows each match's key, distance, fingerprint and when it was added.
-    Nothing is added.
+    TEXT '-' reads stdin. Shows the policy that decided and, for each match, its key, distance,
+    the measure and score that confirmed it ('-': the distance decided), its fingerprint and when
+    it was added. Nothing is added.
     """
-    with open_store(settings, max_distance=max_distance) as store:
+    radius = text_radius(settings, max_distance)
+    with open_store(settings, max_distance=radius) as store:
         found = store.search(read_argument(text), limit=limit)
     data = {
         "fingerprint": found.hex,
+        "policy": found.policy,
         "max_distance": found.max_distance,
         "matches": [match_json(match) for match in found.matches],
     }
-    rows = [(m.key, str(m.distance), m.hex, shown(m.added_at)) for m in found.matches]
-    if rows:
-        text_out = table(("key", "distance", "fingerprint", "added_at"), rows)
-    else:
-        text_out = f"no match within distance {found.max_distance} of {found.hex}"
-    emit(settings, data, text_out)
+    rows = [
+        (m.key, str(m.distance), m.measure or "-", _score(m.score), m.hex, shown(m.added_at))
+        for m in found.matches
+    ]
+    headers = ("key", "distance", "measure", "score", "fingerprint", "added_at")
+    found_text = table(headers, rows) if rows else f"no match for {found.hex}"
+    emit(settings, data, f"policy: {found.policy}\n{found_text}")
+
+
+def _score(score: float | None) -> str:
+    return "-" if score is None else f"{score:.3f}"
 
 
 def _decision_and_texts(settings: Settings, key: str) -> tuple[Decision, dict[str, str | None]]:
@@ -94,7 +106,7 @@ def explain(settings: Settings, key: str) -> None:
     data = decision_json(decision) | {"texts": texts, "texts_note": TEXTS_NOT_STORED}
     rows = {"key": decision.key, "decision": verdict(decision)}
     if decision.inserted:
-        rows["why"] = "no kept fingerprint was within the max distance when it was added"
+        rows["why"] = "no kept text was near enough, by the policy, when it was added"
     rows["fingerprint"] = f"{decision.hex}  ({decision.key})"
     if match is not None:
         xor = decision.fingerprint ^ match.fingerprint

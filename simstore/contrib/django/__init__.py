@@ -2,7 +2,11 @@
 
 Configuration: an optional ``SIMSTORE`` setting, a dict with any of ``URL`` (default: the Django
 database named by ``DATABASE``, itself ``"default"``, translated to an SQLAlchemy URL),
-``NAMESPACE``, ``PRESET``, ``MAX_DISTANCE``, ``KEEP``.
+``NAMESPACE``, ``PRESET``, ``KEEP``, ``POLICY`` (``"minhash"``, ``"simhash-verified"`` or
+``"simhash"``: what decides a text, ``simstore.verify.policy_from``), ``THRESHOLD`` (the
+similarity a duplicate must reach; default: the policy's own) and ``MAX_DISTANCE`` (3, the SimHash
+radius: it decides texts only under the SimHash policies; under ``minhash`` only bare fingerprints,
+and setting it logs a warning).
 
 Schema: ``manage.py migrate`` creates and upgrades simstore's tables, through a Django migration
 of this app that runs simstore's own alembic upgrade (simstore keeps its own version table, so
@@ -25,6 +29,7 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
 
 from sqlalchemy.engine import URL
 
+from simstore.contrib._knobs import store_knobs
 from simstore.errors import InvalidInput
 from simstore.store import SimStore
 
@@ -82,8 +87,13 @@ def get_store() -> SimStore:
                 url,
                 namespace=options.get("NAMESPACE", "default"),
                 preset=options.get("PRESET"),
-                max_distance=options.get("MAX_DISTANCE", 3),
                 keep=options.get("KEEP"),
                 auto_upgrade=False,  # manage.py migrate (or simstore db upgrade) owns the schema
+                **store_knobs(
+                    options.get("POLICY"),
+                    options.get("THRESHOLD"),
+                    options.get("MAX_DISTANCE"),
+                    'SIMSTORE["{}"]',
+                ),
             )
         return store
