@@ -1,0 +1,238 @@
+"""Hand-over: load a batch result (``simstore.spark``, ``simstore.batch``) into a store in bulk,
+so that online dedup continues from it.
+
+``load(store, rows)`` writes what ``SimStore.add_many`` would have written for the same inputs:
+a ``simstore_fingerprints`` row (fingerprint, bands, comparison text, MinHash signature) and its
+``simstore_minhash`` band keys for every kept text, and a ``simstore_decisions`` row for every text.
+So afterwards adding one of the corpus's texts again replays its decision (the key is known), and
+a new near-duplicate of a loaded kept text is found by the store's usual lookups.
+
+What it trusts: the rows were made with the store's preset and policy (``simstore.spark.dedup``
+with ``preset=store.preset, policy=store.policy``; a signature of the wrong size is refused), and
+every ``duplicate_of`` names a kept key of the load or of the store. Every row gets one moment
+(``at``, default now): its ``added_at`` and time partition, as ``add_many(at=...)`` gives. Rows
+whose key the namespace already holds are skipped (the same fingerprint) or refused
+(``KeyConflict``), so a load that stopped half-way can simply be run again. Each chunk of
+``batch_size`` rows is one transaction under the store's exclusive write lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from simstore import minhash
+from simstore.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
+from simstore.errors import InvalidInput, InvalidType, KeyConflict
+from simstore.locking import lock_for_write
+from simstore.retention import partition_of, utc_naive
+from simstore.schema import (
+    BandKeyRow,
+    DecisionRow,
+    FingerprintRow,
+    decisions,
+    fingerprints,
+    minhash_keys,
+    namespaces,
+)
+from simstore.validate import check_int, check_key
+
+if TYPE_CHECKING:  # the store delegates its bulk load here: no import cycle at run time
+    from simstore.store import SimStore
+
+__all__ = ["LoadReport", "LoadRow", "band_keys_of", "load"]
+
+_IN_CHUNK = 500  # keys per IN list when reading back ids and known keys
+
+
+class LoadRow(NamedTuple):
+    """One decided text of a batch result, as ``load`` takes it (a mapping with these fields
+    works too). ``fingerprint`` is unsigned; ``text``, ``signature`` and ``band_keys`` matter
+    for kept rows only (band keys default to the signature's)."""
+
+    key: str
+    kept: bool
+    fingerprint: int
+    text: str | None = None
+    signature: bytes | None = None
+    band_keys: Sequence[int] | None = None
+    duplicate_of: str | None = None
+    distance: int | None = None
+    measure: str | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What ``load`` wrote: kept rows, duplicate decisions, and rows skipped as already there."""
+
+    kept: int
+    duplicates: int
+    skipped: int
+
+
+def band_keys_of(signature: bytes) -> tuple[int, ...]:
+    """The distinct, sorted MinHash band keys of a stored signature (as ``Policy.sign`` has)."""
+    values = minhash.from_bytes(signature).reshape(1, minhash.VALUES)
+    return tuple(sorted(set(minhash.band_keys(values)[0].tolist())))
+
+
+def load(
+    store: SimStore,
+    rows: Iterable[LoadRow | Mapping[str, Any]],
+    *,
+    at: datetime | None = None,
+    batch_size: int = 5_000,
+) -> LoadReport:
+    """Write a batch result into ``store`` in bulk (see the module docstring)."""
+    check_int("batch_size", batch_size, lowest=1)
+    if isinstance(rows, (str, bytes, Mapping)):
+        raise InvalidType("load takes an iterable of rows, not a single row")
+    moment = utc_naive(at)
+    part = partition_of(moment, store.partition_seconds)
+    kept = duplicates = skipped = 0
+    for chunk in _chunked(rows, batch_size):
+        checked = [_check_row(row) for row in chunk]
+        with store.connections.transaction() as conn:
+            lock_for_write(conn, store.ns_id, None)
+            fresh = _drop_known(conn, store.ns_id, checked)
+            skipped += len(checked) - len(fresh)
+            _write(conn, store.ns_id, moment, part, fresh)
+        kept += sum(1 for row in fresh if row.kept)
+        duplicates += sum(1 for row in fresh if not row.kept)
+    return LoadReport(kept, duplicates, skipped)
+
+
+def _chunked(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _check_row(raw: object) -> LoadRow:
+    if isinstance(raw, Mapping):
+        unknown = set(raw) - set(LoadRow._fields)
+        if unknown:
+            raise InvalidInput(f"unknown load row fields {sorted(unknown)}")
+        try:
+            row = LoadRow(**raw)
+        except TypeError as error:
+            raise InvalidInput(f"a load row needs key, kept and fingerprint ({error})") from None
+    elif isinstance(raw, LoadRow):
+        row = raw
+    else:
+        raise InvalidType(f"a load row is a LoadRow or a mapping, not {type(raw).__name__}")
+    key = check_key(row.key)
+    check_fingerprint(row.fingerprint)
+    if not isinstance(row.kept, bool):
+        raise InvalidInput(f"kept must be True or False (key {key!r})")
+    signature = None if row.signature is None else bytes(row.signature)
+    if signature is not None and len(signature) != minhash.SIGNATURE_BYTES:
+        raise InvalidInput(
+            f"key {key!r}: a signature has {minhash.SIGNATURE_BYTES} bytes, not {len(signature)}"
+        )
+    if row.kept:
+        keys: tuple[int, ...] = ()
+        if signature is not None:
+            given = row.band_keys
+            keys = band_keys_of(signature) if given is None else tuple(sorted(set(given)))
+        return row._replace(key=key, signature=signature, band_keys=keys, duplicate_of=None)
+    if row.duplicate_of is None or row.distance is None:
+        raise InvalidInput(f"key {key!r} is a duplicate: it needs duplicate_of and distance")
+    return row._replace(key=key, duplicate_of=check_key(row.duplicate_of))
+
+
+def _drop_known(conn: Connection, ns_id: int, rows: Sequence[LoadRow]) -> list[LoadRow]:
+    """The rows whose key the namespace has no decision for (a known key with the same
+    fingerprint is skipped, with another one refused); a key twice in a load is refused."""
+    seen: dict[str, int] = {}
+    for row in rows:
+        if row.key in seen:
+            raise InvalidInput(f"key {row.key!r} appears twice in the load")
+        seen[row.key] = row.fingerprint
+    known: dict[str, int] = {}
+    keys = list(seen)
+    for first in range(0, len(keys), _IN_CHUNK):
+        wanted = keys[first : first + _IN_CHUNK]
+        statement = sa.select(decisions.c.key, decisions.c.fp).where(
+            decisions.c.ns_id == ns_id, decisions.c.key.in_(wanted)
+        )
+        for key, value in conn.execute(statement):
+            known[key] = from_signed(int(value))
+    for key, value in known.items():
+        if value != seen[key]:
+            raise KeyConflict(
+                f"key {key!r} is in the store with fingerprint {to_hex(value)}, "
+                f"the load has {to_hex(seen[key])}"
+            )
+    return [row for row in rows if row.key not in known]
+
+
+def _write(
+    conn: Connection, ns_id: int, moment: datetime, part: int, rows: Sequence[LoadRow]
+) -> None:
+    kept = [row for row in rows if row.kept]
+    if any(row.signature is None for row in kept):
+        # the finder looks up SimHash bands for signed texts only once a row lacks a signature
+        conn.execute(
+            sa.update(namespaces)
+            .where(namespaces.c.id == ns_id, namespaces.c.unsigned_rows == sa.false())
+            .values(unsigned_rows=sa.true())
+        )
+    fingerprint_rows = [_fingerprint_row(ns_id, row, moment, part) for row in kept]
+    if fingerprint_rows:
+        conn.execute(fingerprints.insert(), [row._asdict() for row in fingerprint_rows])
+    signed = [row for row in kept if row.band_keys]
+    if signed:
+        ids = _ids_by_key(conn, ns_id, [row.key for row in signed])
+        band_rows = [
+            BandKeyRow(band_key, ns_id, part, ids[row.key])
+            for row in signed
+            for band_key in row.band_keys or ()
+        ]
+        conn.execute(minhash_keys.insert(), [row._asdict() for row in band_rows])
+    decision_rows = [_decision_row(ns_id, row, moment, part) for row in rows]
+    if decision_rows:
+        conn.execute(decisions.insert(), [row._asdict() for row in decision_rows])
+
+
+def _fingerprint_row(ns_id: int, row: LoadRow, moment: datetime, part: int) -> FingerprintRow:
+    b0, b1, b2, b3 = bands(row.fingerprint)
+    fp = to_signed(row.fingerprint)
+    return FingerprintRow(ns_id, row.key, fp, b0, b1, b2, b3, moment, part, row.text, row.signature)
+
+
+def _decision_row(ns_id: int, row: LoadRow, moment: datetime, part: int) -> DecisionRow:
+    return DecisionRow(
+        ns_id,
+        row.key,
+        to_signed(row.fingerprint),
+        moment,
+        part,
+        row.kept,
+        row.duplicate_of,
+        row.distance,
+        row.measure,
+        row.score,
+    )
+
+
+def _ids_by_key(conn: Connection, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
+    ids: dict[str, int] = {}
+    for first in range(0, len(keys), _IN_CHUNK):
+        statement = sa.select(fingerprints.c.id, fingerprints.c.key).where(
+            fingerprints.c.ns_id == ns_id, fingerprints.c.key.in_(keys[first : first + _IN_CHUNK])
+        )
+        for row_id, key in conn.execute(statement):
+            ids[key] = int(row_id)
+    return ids

@@ -1,0 +1,836 @@
+"""Corpus-scale dedup on Apache Spark with exactly ``SimStore.add_many``'s decisions.
+
+``dedup(df, key=..., text=..., order=...)`` decides every row of a DataFrame as a store would
+if the rows were added in ``order`` with one fixed moment (``add_many(..., at=...)``): a text is
+a near-duplicate of its best confirmed *earlier kept* text (smallest SimHash distance, then
+smallest key), else kept. Not "one per connected component": in a chain A ~ B ~ C where A and C
+are not near, C is kept when B was a duplicate of A.
+
+Only the DB-free batch API and the policies decide (``simstore.batch``, ``simstore.verify``); Spark
+moves the data. The stages (``STAGES``):
+
+1. ``sign``: ``batch.sign`` over each partition (``mapInArrow``: Arrow keeps nulls null and bytes
+   bytes, none of pandas' NaN or string-array surprises).
+2. ``collapse``: rows whose items are identical in everything a policy looks at (fingerprint,
+   radius, threshold, comparison text, signature, planned) form a class; only its first row (the
+   representative) enters the joins. Exact: every member of a class is confirmed by every other
+   text exactly like its representative, and if the class's item confirms itself, no member but
+   the first can be kept (each later one has at least the first's kept match, or the first), so
+   later members are only ever *new* sides. They are replayed with the representative's edges in
+   both directions (``last`` marks the representatives that need the reverse ones). A class
+   whose item does not confirm itself is not collapsed.
+3. ``candidates``: explode band keys and self-join (shared-key counts); plus SimHash band probes
+   (``simstore.probes.band_values``, the store's own probe sets) when some item is unsigned
+   (``SimHashOnly``, ``SimHashVerification``, unsigned rows of a store).
+4. ``confirm``: ``Policy.is_candidate`` then ``Policy.confirm_many`` (vectorised) per partition.
+5. ``components``: connected components of the confirmed edges: union-find on the driver when the
+   edges fit (``driver_edges``), else GraphFrames when importable, else min-label propagation with
+   pointer jumping.
+6. ``replay``: per component, ``batch.replay`` in input order (``cogroup.applyInArrow``); texts in
+   no edge are decided without it (kept, or a copy of their kept representative).
+
+Guard rails. The collapse takes exact copies (boilerplate repeated thousands of times) out of the
+band-key buckets. A bucket still shared by many distinct texts makes its pairs in Spark's join,
+which streams and spills, so memory per task stays bounded though the work grows with the square of
+the bucket; ``dedup`` logs the largest bucket at INFO. The output is deterministic for a fixed input
+(it does not depend on partitioning); its row order is not: sort by the key or join on it. Memory
+per task is bounded by one Arrow batch in the Python stages and one component in the replay.
+
+``incremental``: pass ``store=`` to dedup a new batch against the kept rows of a store's window,
+as ``add_many`` on that store would (the kept rows are exported through SQLAlchemy to the driver
+and parallelised). ``load(store, result)`` hands a result (``with_items=True``) over to a store.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+try:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession, Window
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+except ImportError as _error:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        "simstore.spark needs PySpark and PyArrow: pip install 'simstore[spark]'"
+    ) from _error
+
+import numpy as np
+import sqlalchemy as sa
+
+from simstore import batch, handover
+from simstore.encoding import from_signed, to_signed
+from simstore.errors import InvalidInput, InvalidType, SimstoreError
+from simstore.presets import Preset, get_preset
+from simstore.probes import band_values
+from simstore.retention import EPOCH, partition_of, utc_naive, window_start
+from simstore.schema import fingerprints
+from simstore.validate import check_int, check_radius
+from simstore.verify import DEFAULT_POLICY, Item, Kept, Policy, check_policy
+
+if TYPE_CHECKING:
+    from simstore.store import SimStore
+
+__all__ = ["RESULT_COLUMNS", "STAGES", "dedup", "load"]
+
+log = logging.getLogger("simstore")
+
+STAGES = ("sign", "collapse", "candidates", "confirm", "components", "replay")
+RESULT_COLUMNS = ("key", "kept", "duplicate_of", "distance", "measure", "score")
+ITEM_COLUMNS = ("order", "fingerprint", "text", "signature", "band_keys")  # with_items=True
+SIGN_CHUNK = 2_000  # texts signed together (one numpy pass)
+DRIVER_EDGES = 20_000_000  # up to this many confirmed edges, components are found on the driver
+
+_ITEM_SCHEMA = pa.schema(
+    [
+        ("order", pa.int64()),
+        ("key", pa.string()),
+        ("fp", pa.int64()),
+        ("b0", pa.int32()),
+        ("b1", pa.int32()),
+        ("b2", pa.int32()),
+        ("b3", pa.int32()),
+        ("radius", pa.int32()),
+        ("threshold", pa.float64()),
+        ("text", pa.string()),
+        ("signature", pa.binary()),
+        ("band_keys", pa.list_(pa.int64())),
+        ("planned", pa.bool_()),
+        ("prior", pa.bool_()),
+        ("moment", pa.int64()),  # microseconds since the epoch: added_at of a store's kept row
+    ]
+)
+_ITEM_DDL = (
+    "order long, key string, fp long, b0 int, b1 int, b2 int, b3 int, radius int, "
+    "threshold double, text string, signature binary, band_keys array<long>, planned boolean, "
+    "prior boolean, moment long"
+)
+_ITEM_FIELDS = ("key", "fp", "radius", "threshold", "text", "signature", "band_keys", "planned")
+_CLASS_COLUMNS = ("fp", "radius", "threshold", "text", "signature", "planned", "twin")
+_SELF_DDL = "rep long, self_ok boolean, self_distance int, self_measure string, self_score double"
+_EDGE_DDL = "new long, old long, distance int, measure string, score double"
+_EDGE_SCHEMA = pa.schema(
+    [
+        ("new", pa.int64()),
+        ("old", pa.int64()),
+        ("distance", pa.int32()),
+        ("measure", pa.string()),
+        ("score", pa.float64()),
+    ]
+)
+_PROBE_DDL = "node long, band int, value int"
+_VERDICT_DDL = (
+    "order long, key string, kept boolean, duplicate_of string, distance int, measure string, "
+    "score double"
+)
+_VERDICT_SCHEMA = pa.schema(
+    [
+        ("order", pa.int64()),
+        ("key", pa.string()),
+        ("kept", pa.bool_()),
+        ("duplicate_of", pa.string()),
+        ("distance", pa.int32()),
+        ("measure", pa.string()),
+        ("score", pa.float64()),
+    ]
+)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+# --- executor side: the batch API over Arrow batches ------------------------------------------
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - EPOCH) // _MICROSECOND
+
+
+def _moment(micros: int) -> datetime:
+    return EPOCH + micros * _MICROSECOND
+
+
+def _items_batch(
+    orders: Sequence[int], items: Sequence[Item], prior: bool, moments: Sequence[int]
+) -> pa.RecordBatch:
+    """Items as an Arrow batch of ``_ITEM_SCHEMA`` (fingerprints signed, like the store's)."""
+    columns: list[Any] = [
+        list(orders),
+        [item.key for item in items],
+        [to_signed(item.fingerprint) for item in items],
+        *([item.own_bands[band] for item in items] for band in range(4)),
+        [item.radius for item in items],
+        [item.threshold for item in items],
+        [item.text for item in items],
+        [item.signature for item in items],
+        [list(item.band_keys) for item in items],
+        [item.planned for item in items],
+        [prior] * len(items),
+        list(moments),
+    ]
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(values, type=field.type)
+            for values, field in zip(columns, _ITEM_SCHEMA, strict=True)
+        ],
+        schema=_ITEM_SCHEMA,
+    )
+
+
+def _sign_chunk(
+    keys: list[Any], texts: list[Any], preset: Preset, policy: Policy, max_distance: int
+) -> list[Item]:
+    """``batch.sign``; a bad text is reported with its key (the executor's error reaches the
+    driver as text, and ``dedup`` turns it back into a simstore error)."""
+    try:
+        return batch.sign(texts, keys=keys, preset=preset, policy=policy, max_distance=max_distance)
+    except SimstoreError:
+        for key, text in zip(keys, texts, strict=True):
+            try:
+                batch.sign([text], keys=[key], preset=preset, policy=policy)
+            except SimstoreError as error:
+                raise InvalidInput(f"simstore.spark: key {key!r}: {error}") from None
+        raise
+
+
+def _sign(
+    batches: Iterable[pa.RecordBatch],
+    preset: Preset,
+    policy: Policy,
+    max_distance: int,
+    moment: int,
+) -> Iterator[pa.RecordBatch]:
+    for record in batches:
+        orders = record.column("order").to_pylist()
+        keys = record.column("key").to_pylist()
+        texts = record.column("text").to_pylist()
+        for first in range(0, len(orders), SIGN_CHUNK):
+            last = first + SIGN_CHUNK
+            items = _sign_chunk(keys[first:last], texts[first:last], preset, policy, max_distance)
+            yield _items_batch(orders[first:last], items, False, [moment] * len(items))
+
+
+def _item(
+    key: str,
+    fp: int,
+    radius: int,
+    threshold: float | None,
+    text: str | None,
+    signature: bytes | None,
+    band_keys: Sequence[int] | None,
+    planned: bool,
+) -> Item:
+    """The Item a row stands for (as ``batch.sign`` made it; features are not needed any more)."""
+    return Item(
+        key,
+        from_signed(fp),
+        None,
+        radius,
+        text=text,
+        threshold=threshold,
+        signature=signature,
+        band_keys=tuple(band_keys or ()),
+        planned=planned,
+    )
+
+
+def _kept(item: Item) -> Kept:
+    return Kept(item.key, item.fingerprint, EPOCH, item.text, item.signature)
+
+
+def _self_confirm(
+    batches: Iterable[pa.RecordBatch], policy: Policy, max_distance: int
+) -> Iterator[pa.RecordBatch]:
+    """Whether each class's item is a confirmed near-duplicate of itself (and how)."""
+    for record in batches:
+        rows = record.to_pydict()
+        items = [
+            _item(*values) for values in zip(*(rows[name] for name in _ITEM_FIELDS), strict=True)
+        ]
+        candidate = [policy.is_candidate(item, item, len(item.band_keys)) for item in items]
+        wanted = [item for item, ok in zip(items, candidate, strict=True) if ok]
+        found = iter(policy.confirm_many(wanted, [_kept(item) for item in wanted], max_distance))
+        matches = [next(found) if ok else None for ok in candidate]
+        yield pa.RecordBatch.from_pydict(
+            {
+                "rep": rows["order"],
+                "self_ok": [match is not None for match in matches],
+                "self_distance": [None if m is None else m.distance for m in matches],
+                "self_measure": [None if m is None else m.measure for m in matches],
+                "self_score": [None if m is None else m.score for m in matches],
+            },
+            schema=pa.schema(
+                [
+                    ("rep", pa.int64()),
+                    ("self_ok", pa.bool_()),
+                    ("self_distance", pa.int32()),
+                    ("self_measure", pa.string()),
+                    ("self_score", pa.float64()),
+                ]
+            ),
+        )
+
+
+def _probes(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(node, band, value) for every band value a node's SimHash lookup probes (its radius)."""
+    for record in batches:
+        nodes, probed, values = [], [], []
+        for node, fp, radius in zip(
+            record.column("order").to_pylist(),
+            record.column("fp").to_pylist(),
+            record.column("radius").to_pylist(),
+            strict=True,
+        ):
+            for band, wanted in band_values(from_signed(fp), radius).items():
+                for value in wanted:
+                    nodes.append(node)
+                    probed.append(band)
+                    values.append(value)
+        yield pa.RecordBatch.from_pydict(
+            {"node": nodes, "band": probed, "value": values},
+            schema=pa.schema([("node", pa.int64()), ("band", pa.int32()), ("value", pa.int32())]),
+        )
+
+
+def _confirm(
+    batches: Iterable[pa.RecordBatch], policy: Policy, max_distance: int
+) -> Iterator[pa.RecordBatch]:
+    """The candidate pairs (new, old) that ``policy`` admits and confirms, as edges."""
+    new_fields = [f"n_{name}" for name in _ITEM_FIELDS]
+    old_fields = [f"o_{name}" for name in _ITEM_FIELDS]
+    for record in batches:
+        rows = record.to_pydict()
+        cache: dict[int, Item] = {}  # a node's Item is built once per batch
+
+        news: list[Item] = []
+        olds: list[Item] = []
+        pairs: list[tuple[int, int]] = []
+        for new, old, shared, new_values, old_values in zip(
+            rows["new"],
+            rows["old"],
+            rows["shared"],
+            zip(*(rows[name] for name in new_fields), strict=True),
+            zip(*(rows[name] for name in old_fields), strict=True),
+            strict=True,
+        ):
+            new_item = cache.get(new) or cache.setdefault(new, _item(*new_values))
+            old_item = cache.get(old) or cache.setdefault(old, _item(*old_values))
+            if policy.is_candidate(new_item, old_item, shared):
+                news.append(new_item)
+                olds.append(old_item)
+                pairs.append((new, old))
+        matches = policy.confirm_many(news, [_kept(item) for item in olds], max_distance)
+        confirmed = [
+            (new, old, m.distance, m.measure, m.score)
+            for (new, old), m in zip(pairs, matches, strict=True)
+            if m is not None
+        ]
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array([row[i] for row in confirmed], type=f.type)
+                for i, f in enumerate(_EDGE_SCHEMA)
+            ],
+            schema=_EDGE_SCHEMA,
+        )
+
+
+def _replay(nodes: pa.Table, edges: pa.Table) -> pa.Table:
+    """One component in input order: ``batch.replay`` over its nodes, with each class's edges
+    given to every member that comes after the other end (see the module docstring)."""
+    rows = nodes.to_pydict()
+    count = len(rows["order"])
+    entries = sorted(range(count), key=rows["order"].__getitem__)
+    position = {rows["order"][entry]: i for i, entry in enumerate(entries)}
+    outgoing: dict[int, list[tuple[int, int, str | None, float | None]]] = {}
+    for new, old, distance, measure, score in zip(
+        *(
+            edges.column(name).to_pylist()
+            for name in ("new", "old", "distance", "measure", "score")
+        ),
+        strict=True,
+    ):
+        outgoing.setdefault(new, []).append((old, distance, measure, score))
+    replay_edges: list[batch.Edge] = []
+    for i, entry in enumerate(entries):
+        node = rows["node"][entry]
+        for old, distance, measure, score in outgoing.get(node, ()):
+            j = position[old]
+            if j < i:
+                replay_edges.append(batch.Edge(i, j, distance, measure, score))
+        if rows["follower"][entry]:
+            replay_edges.append(
+                batch.Edge(
+                    i,
+                    position[node],
+                    rows["self_distance"][entry],
+                    rows["self_measure"][entry],
+                    rows["self_score"][entry],
+                )
+            )
+    keys = [rows["key"][entry] for entry in entries]
+    moments = [_moment(rows["moment"][entry]) for entry in entries]
+    verdicts = batch.replay(keys, replay_edges, moments=moments)
+    wanted = [i for i, entry in enumerate(entries) if not rows["prior"][entry]]
+    columns: list[list[Any]] = [
+        [rows["order"][entries[i]] for i in wanted],
+        [verdicts[i].key for i in wanted],
+        [verdicts[i].kept for i in wanted],
+        [verdicts[i].duplicate_of for i in wanted],
+        [verdicts[i].distance for i in wanted],
+        [verdicts[i].measure for i in wanted],
+        [verdicts[i].score for i in wanted],
+    ]
+    return pa.Table.from_arrays(
+        [pa.array(values, type=f.type) for values, f in zip(columns, _VERDICT_SCHEMA, strict=True)],
+        schema=_VERDICT_SCHEMA,
+    )
+
+
+# --- driver side ---------------------------------------------------------------------------------
+
+
+def driver_components(
+    new: np.ndarray[Any, Any], old: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """(nodes, labels) of an edge list: each node's label is the smallest node of its connected
+    component (vectorised union-find: hook roots to the smaller, then jump pointers)."""
+    nodes = np.unique(np.concatenate([new, old]))
+    a, b = np.searchsorted(nodes, new), np.searchsorted(nodes, old)
+    parent = np.arange(len(nodes))
+    while True:
+        root_a, root_b = parent[a], parent[b]
+        if np.array_equal(root_a, root_b):
+            return nodes, nodes[parent]
+        low = np.minimum(root_a, root_b)
+        np.minimum.at(parent, root_a, low)
+        np.minimum.at(parent, root_b, low)
+        while True:
+            jumped = parent[parent]
+            if np.array_equal(jumped, parent):
+                break
+            parent = jumped
+
+
+def _spark_components(edges: DataFrame) -> DataFrame:
+    """(node, comp): min-label propagation with pointer jumping, in Spark."""
+    pairs = edges.select(F.col("new").alias("a"), F.col("old").alias("b"))
+    both = pairs.unionByName(pairs.select(F.col("b").alias("a"), F.col("a").alias("b")))
+    both = both.localCheckpoint()
+    labels = both.groupBy("a").agg(F.least(F.min("b"), F.first("a")).alias("comp"))
+    labels = labels.withColumnRenamed("a", "node").localCheckpoint()
+    while True:
+        spread = (
+            both.join(labels.withColumnRenamed("node", "b"), "b")
+            .groupBy("a")
+            .agg(F.min("comp").alias("seen"))
+            .withColumnRenamed("a", "node")
+        )
+        moved = labels.join(spread, "node").select(
+            "node", F.least("comp", "seen").alias("comp"), F.col("comp").alias("was")
+        )
+        target = moved.select(F.col("node").alias("to"), F.col("comp").alias("jump"))
+        jumped = moved.join(target, F.col("comp") == F.col("to"), "left").select(
+            "node", F.coalesce("jump", "comp").alias("comp"), "was"
+        )
+        jumped = jumped.localCheckpoint()
+        changed = jumped.filter(F.col("comp") != F.col("was")).limit(1).count()
+        labels = jumped.select("node", "comp")
+        if not changed:
+            return labels
+
+
+def _components(spark: SparkSession, edges: DataFrame, driver_edges: int) -> DataFrame:
+    count = edges.count()
+    if count <= driver_edges:
+        table = edges.select("new", "old").toArrow()
+        new = table.column("new").to_numpy()
+        old = table.column("old").to_numpy()
+        nodes, labels = driver_components(new, old)
+        frame = pa.table(
+            {"node": pa.array(nodes, pa.int64()), "comp": pa.array(labels, pa.int64())}
+        )
+        return spark.createDataFrame(frame, schema="node long, comp long")
+    try:
+        from graphframes import GraphFrame
+    except ImportError:
+        return _spark_components(edges)
+    vertices = edges.select(F.col("new").alias("id")).union(edges.select("old")).distinct()
+    graph = GraphFrame(vertices, edges.select(F.col("new").alias("src"), F.col("old").alias("dst")))
+    found: DataFrame = graph.connectedComponents(algorithm="graphx")
+    return found.select(F.col("id").alias("node"), F.col("component").alias("comp"))
+
+
+def _exported(
+    store: SimStore, at: datetime
+) -> list[tuple[str, int, str | None, bytes | None, int]]:
+    """The store's kept rows inside its window at ``at``: key, signed fp, text, signature,
+    added_at in microseconds (what confirming a new text against them needs)."""
+    statement = sa.select(
+        fingerprints.c.key,
+        fingerprints.c.fp,
+        fingerprints.c.text,
+        fingerprints.c.signature,
+        fingerprints.c.added_at,
+    ).where(fingerprints.c.ns_id == store.ns_id)
+    start = window_start(at, store.keep)
+    if start is not None:
+        statement = statement.where(
+            fingerprints.c.part >= partition_of(start, store.partition_seconds),
+            fingerprints.c.added_at >= start,
+        )
+    with store.connections.reading() as conn:
+        return [
+            (
+                str(key),
+                int(fp),
+                text,
+                None if signature is None else bytes(signature),
+                _micros(utc_naive(added_at)),
+            )
+            for key, fp, text, signature, added_at in conn.execute(statement)
+        ]
+
+
+def _prior_items(
+    spark: SparkSession, store: SimStore, at: datetime, first_order: int
+) -> DataFrame | None:
+    """The store's kept rows as items ordered before every new row, or None if there are none."""
+    rows = _exported(store, at)
+    if not rows:
+        return None
+    rows.sort(key=lambda row: (row[4], row[0]))
+    items = []
+    for key, fp, text, signature, _added in rows:
+        keys = handover.band_keys_of(signature) if signature is not None else ()
+        # a kept row is only ever the old side: its radius and threshold are never read
+        items.append(_item(key, fp, 0, None, text, signature, keys, signature is not None))
+    orders = range(first_order - len(rows), first_order)
+    record = _items_batch(list(orders), items, True, [row[4] for row in rows])
+    return spark.createDataFrame(pa.Table.from_batches([record]), schema=_ITEM_DDL)
+
+
+def _check_input(df: DataFrame, key: str, text: str, order: str) -> DataFrame:
+    fields = {field.name: field.dataType for field in df.schema.fields}
+    for name in (key, text, order):
+        if name not in fields:
+            raise InvalidInput(f"no column {name!r} (the DataFrame has {sorted(fields)})")
+    for name in (key, text):
+        if not isinstance(fields[name], T.StringType):
+            raise InvalidType(
+                f"column {name!r} must be a string, not {fields[name].simpleString()}"
+            )
+    if not isinstance(fields[order], (T.IntegerType, T.LongType, T.ShortType, T.ByteType)):
+        raise InvalidType(f"order column {order!r} must be an integer, not {fields[order]}")
+    return df.select(
+        F.col(order).cast("long").alias("order"),
+        F.col(key).alias("key"),
+        F.col(text).alias("text"),
+    )
+
+
+def _validate(rows: DataFrame) -> None:
+    """Nulls, and keys or orders given twice, refused before anything is computed."""
+    null = rows.filter(
+        F.col("key").isNull() | F.col("text").isNull() | F.col("order").isNull()
+    ).limit(1)
+    for row in null.collect():
+        raise InvalidInput(f"a row has a null key, text or order: {row.asDict()}")
+    for name in ("key", "order"):
+        twice = rows.groupBy(name).count().filter(F.col("count") > 1).limit(1).collect()
+        if twice:
+            raise InvalidInput(f"{name} {twice[0][name]!r} appears more than once")
+
+
+def _translate(error: Exception) -> SimstoreError | None:
+    """A simstore error raised on an executor, as the driver sees it, back as a simstore error."""
+    found = re.findall(r"InvalidInput: simstore\.spark: (.*)", str(error))
+    return InvalidInput(found[-1]) if found else None
+
+
+class _Stages:
+    """Runs the job's actions: names each in Spark's UI and event log, times it when asked."""
+
+    def __init__(self, spark: SparkSession, timings: dict[str, float] | None) -> None:
+        self.spark = spark
+        self.timings = timings
+
+    def run(self, stage: str, action: Callable[[], Any]) -> Any:
+        self.spark.sparkContext.setJobDescription(f"simstore: {stage}")
+        started = time.perf_counter()
+        try:
+            return action()
+        except Exception as error:
+            translated = _translate(error)
+            if translated is not None:
+                raise translated from None
+            raise
+        finally:
+            if self.timings is not None:
+                self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - started
+            self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+
+    def materialise(self, stage: str, frame: DataFrame) -> DataFrame:
+        """``frame`` persisted and computed now (it is read more than once downstream)."""
+        persisted = frame.persist()
+        self.run(stage, persisted.count)
+        return persisted
+
+
+def dedup(
+    df: DataFrame,
+    *,
+    key: str,
+    text: str,
+    order: str,
+    preset: str | Preset = "default",
+    policy: Policy | None = None,
+    max_distance: int = 3,
+    store: SimStore | None = None,
+    at: datetime | None = None,
+    with_items: bool = False,
+    check: bool = True,
+    driver_edges: int = DRIVER_EDGES,
+    timings: dict[str, float] | None = None,
+) -> DataFrame:
+    """Decide every row of ``df`` as ``SimStore.add_many`` would, adding them in ``order``.
+
+    ``key``, ``text`` and ``order`` name the columns (strings, strings, integers; all three
+    unique per row but the text; no nulls). Returns a DataFrame of ``RESULT_COLUMNS``: ``kept``,
+    or the ``duplicate_of`` key with the ``distance``, ``measure`` and ``score`` that confirmed it
+    (``measure`` and ``score`` null when the distance alone decided). ``with_items`` adds
+    ``order``, the signed ``fingerprint`` and what a store keeps of each text (``text``,
+    ``signature``, ``band_keys``), for ``load``.
+
+    ``store``: dedup against that store's kept rows (its preset, policy and radius then apply,
+    and its window at ``at``, default now), as ``add_many(rows, at=at)`` would on it; keys must
+    be new to the store. ``check`` runs the input checks (one pass and two small aggregations);
+    ``driver_edges`` bounds the confirmed edges whose components are found on the driver;
+    ``timings``, when given, gets each stage's wall seconds (each stage then runs on its own).
+    """
+    spark = df.sparkSession
+    if store is not None:
+        chosen_preset: Preset = store.preset
+        chosen_policy = store.policy
+        radius = store.max_distance
+        moment = utc_naive(at)
+    else:
+        chosen_preset = get_preset(preset)
+        chosen_policy = DEFAULT_POLICY if policy is None else check_policy(policy)
+        radius = check_radius(max_distance)
+        moment = EPOCH if at is None else utc_naive(at)
+    check_int("driver_edges", driver_edges, lowest=0)
+    stages = _Stages(spark, timings)
+    rows = _check_input(df, key, text, order)
+    if check:
+        stages.run("sign", lambda: _validate(rows))
+
+    # 1. sign
+    signer = _sign_batches(chosen_preset, chosen_policy, radius, _micros(moment))
+    items = rows.mapInArrow(signer, _ITEM_DDL)
+    if store is not None:
+        first = stages.run("sign", lambda: rows.agg(F.min("order")).collect()[0][0])
+        prior = _prior_items(spark, store, moment, 0 if first is None else int(first))
+        if prior is not None:
+            items = items.unionByName(prior)
+    if timings is not None:
+        items = stages.materialise("sign", items)
+
+    # 2. collapse identical items into classes (priors never collapse: each is its own)
+    twin = F.when(F.col("prior"), F.col("order")).otherwise(F.lit(-1))
+    window = Window.partitionBy(*_CLASS_COLUMNS)
+    classed = (
+        items.withColumn("twin", twin)
+        .withColumn("rep", F.min("order").over(window))
+        .withColumn("last", F.max("order").over(window))
+        .withColumn("size", F.count(F.lit(1)).over(window))
+        .withColumn("rep_key", F.min_by("key", "order").over(window))
+        .drop("twin")
+    )
+    classed = stages.materialise("collapse", classed)
+    checker = _self_batches(chosen_policy, radius)
+    selves = classed.filter((F.col("size") > 1) & (F.col("order") == F.col("rep")))
+    selves = selves.mapInArrow(checker, _SELF_DDL)
+    nodes = classed.join(selves, "rep", "left")
+    collapsed = F.coalesce(F.col("self_ok"), F.lit(False))
+    nodes = nodes.select(
+        "*",
+        F.when(collapsed, F.col("rep")).otherwise(F.col("order")).alias("node"),
+        (collapsed & (F.col("order") != F.col("rep"))).alias("follower"),
+        F.when(collapsed, F.col("last")).otherwise(F.col("order")).alias("reach"),
+    )
+    nodes = stages.materialise("collapse", nodes)
+    reps = nodes.filter(~F.col("follower"))
+
+    # 3. candidates: shared band keys (count), and SimHash probes when an item is unsigned
+    keyed = reps.filter(F.size("band_keys") > 0).select(
+        F.col("order").alias("node"), "reach", "prior", F.explode("band_keys").alias("bk")
+    )
+    low, high = keyed.alias("low"), keyed.alias("high")
+    shared = (
+        low.join(
+            high, (F.col("low.bk") == F.col("high.bk")) & (F.col("low.node") < F.col("high.node"))
+        )
+        .groupBy(F.col("low.node").alias("lo"), F.col("high.node").alias("hi"))
+        .agg(
+            F.count(F.lit(1)).alias("shared"),
+            F.first(F.col("low.reach")).alias("lo_reach"),
+            F.first(F.col("low.prior")).alias("lo_prior"),
+            F.first(F.col("high.prior")).alias("hi_prior"),
+        )
+    )
+    directed = shared.filter(~F.col("hi_prior")).select(
+        F.col("hi").alias("new"), F.col("lo").alias("old"), "shared"
+    )
+    backward = shared.filter(~F.col("lo_prior") & (F.col("lo_reach") > F.col("hi"))).select(
+        F.col("lo").alias("new"), F.col("hi").alias("old"), "shared"
+    )
+    pairs = directed.unionByName(backward)
+    unsigned = reps.filter(F.col("signature").isNull() | (F.size("band_keys") == 0))
+    if stages.run("candidates", lambda: unsigned.limit(1).count()):
+        pairs = (
+            pairs.unionByName(_simhash_pairs(reps))
+            .groupBy("new", "old")
+            .agg(F.max("shared").alias("shared"))
+        )
+    if log.isEnabledFor(logging.INFO):
+        largest = stages.run(
+            "candidates",
+            lambda: keyed.groupBy("bk").count().agg(F.max("count")).collect()[0][0],
+        )
+        log.info("simstore.spark: the largest band-key bucket holds %s texts", largest)
+
+    # 4. confirm
+    sides = reps.select(F.col("order").alias("node"), *_ITEM_FIELDS)
+    new_side = sides.select(
+        F.col("node").alias("new"), *(F.col(n).alias(f"n_{n}") for n in _ITEM_FIELDS)
+    )
+    old_side = sides.select(
+        F.col("node").alias("old"), *(F.col(n).alias(f"o_{n}") for n in _ITEM_FIELDS)
+    )
+    joined = pairs.join(new_side, "new").join(old_side, "old")
+    confirmer = _confirm_batches(chosen_policy, radius)
+    edges = stages.materialise("confirm", joined.mapInArrow(confirmer, _EDGE_DDL))
+
+    # 5. components
+    labels = stages.run("components", lambda: _components(spark, edges, driver_edges))
+    labels = stages.materialise("components", labels)
+
+    # 6. replay per component; texts in no edge need none
+    member = nodes.select(
+        "order", "key", "node", "follower", "prior", "moment",
+        "self_distance", "self_measure", "self_score",
+    )  # fmt: skip
+    grouped_nodes = member.join(labels, "node").groupBy("comp")
+    edge_labels = labels.select(F.col("node").alias("new"), F.col("comp").alias("edge_comp"))
+    grouped_edges = edges.join(edge_labels, "new").groupBy("edge_comp")
+    replayed = grouped_nodes.cogroup(grouped_edges).applyInArrow(_replay, _VERDICT_DDL)
+    alone = member.join(labels, "node", "left_anti").filter(~F.col("prior"))
+    rep_keys = nodes.select("order", "rep_key")
+    decided_alone = alone.join(rep_keys, "order").select(
+        "order",
+        "key",
+        (~F.col("follower")).alias("kept"),
+        F.when(F.col("follower"), F.col("rep_key")).alias("duplicate_of"),
+        F.when(F.col("follower"), F.col("self_distance")).alias("distance"),
+        F.when(F.col("follower"), F.col("self_measure")).alias("measure"),
+        F.when(F.col("follower"), F.col("self_score")).alias("score"),
+    )
+    result = replayed.unionByName(decided_alone)
+    if with_items:
+        extra = items.filter(~F.col("prior")).select(
+            "order", F.col("fp").alias("fingerprint"), "text", "signature", "band_keys"
+        )
+        result = result.join(extra, "order").select(*RESULT_COLUMNS, *ITEM_COLUMNS)
+    else:
+        result = result.select(*RESULT_COLUMNS)
+    if timings is not None:
+        result = stages.materialise("replay", result)
+    return result
+
+
+def _simhash_pairs(reps: DataFrame) -> DataFrame:
+    """Directed (new, old, shared=0) pairs whose fingerprints a SimHash lookup of ``new`` at its
+    radius finds (the store's probe sets), in both directions where a follower needs them."""
+    probes = (
+        reps.filter(~F.col("prior")).select("order", "fp", "radius").mapInArrow(_probes, _PROBE_DDL)
+    )
+    own = (
+        reps.select(
+            F.col("order").alias("held"),
+            F.col("prior").alias("held_prior"),
+            F.array(
+                *(F.struct(F.lit(b).alias("band"), F.col(f"b{b}").alias("value")) for b in range(4))
+            ).alias("bands"),
+        )
+        .select("held", F.explode("bands").alias("bv"))
+        .select("held", F.col("bv.band").alias("band"), F.col("bv.value").alias("value"))
+    )
+    reach = reps.select(F.col("order").alias("node"), "reach")
+    found = probes.join(own, ["band", "value"]).filter(F.col("node") != F.col("held"))
+    found = found.join(reach, "node").filter(
+        (F.col("held") < F.col("node")) | (F.col("reach") > F.col("held"))
+    )
+    return found.select(
+        F.col("node").alias("new"),
+        F.col("held").alias("old"),
+        F.lit(0).cast("long").alias("shared"),
+    ).distinct()
+
+
+def _sign_batches(
+    preset: Preset, policy: Policy, max_distance: int, moment: int
+) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
+        return _sign(batches, preset, policy, max_distance, moment)
+
+    return run
+
+
+def _self_batches(
+    policy: Policy, max_distance: int
+) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
+        return _self_confirm(batches, policy, max_distance)
+
+    return run
+
+
+def _confirm_batches(
+    policy: Policy, max_distance: int
+) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
+        return _confirm(batches, policy, max_distance)
+
+    return run
+
+
+def load(
+    store: SimStore, result: DataFrame, *, at: datetime | None = None, batch_size: int = 5_000
+) -> handover.LoadReport:
+    """Hand a ``dedup(..., with_items=True)`` result over to ``store`` (``simstore.handover``):
+    its rows stream to the driver partition by partition and are written in bulk."""
+    missing = [name for name in (*RESULT_COLUMNS, *ITEM_COLUMNS) if name not in result.columns]
+    if missing:
+        raise InvalidInput(f"load needs a dedup(..., with_items=True) result; missing {missing}")
+    return handover.load(
+        store, (_load_row(row.asDict()) for row in result.toLocalIterator()), at=at,
+        batch_size=batch_size,
+    )  # fmt: skip
+
+
+def _load_row(row: Mapping[str, Any]) -> handover.LoadRow:
+    return handover.LoadRow(
+        key=row["key"],
+        kept=bool(row["kept"]),
+        fingerprint=from_signed(int(row["fingerprint"])),
+        text=row["text"],
+        signature=None if row["signature"] is None else bytes(row["signature"]),
+        band_keys=row["band_keys"],
+        duplicate_of=row["duplicate_of"],
+        distance=row["distance"],
+        measure=row["measure"],
+        score=row["score"],
+    )

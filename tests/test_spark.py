@@ -1,0 +1,266 @@
+"""simstore.spark decides exactly as ``SimStore.add_many`` (the independent reference): on a
+real-text slice, on generated chains A ~ B ~ C with exact copies, on a skewed band-key bucket;
+a batch result handed over to a store replays its decisions and finds new near-duplicates;
+incremental mode decides a new batch against a store's kept rows. One ``local[2]`` session
+serves every test."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark", reason="simstore[spark] is not installed")
+
+from pyspark.sql import DataFrame, SparkSession
+
+from simstore import batch, handover
+from simstore import spark as simspark
+from simstore.errors import InvalidInput
+from simstore.store import SimStore
+from simstore.verify import MinHashVerification, Policy, SimHashOnly, SimHashVerification
+from tests.conftest import new_server_database
+from tests.test_batch import corpus_slice
+
+AT = datetime(2026, 1, 5, tzinfo=timezone.utc)
+Verdict = tuple[bool, str | None, int | None, str | None, float | None]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("simstore-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def frame(spark: SparkSession, records: Sequence[tuple[str, str]]) -> DataFrame:
+    rows = [(key, text, position) for position, (key, text) in enumerate(records)]
+    return spark.createDataFrame(rows, "id string, body string, position long")
+
+
+def store_verdicts(store: SimStore, records: Sequence[tuple[str, str]]) -> dict[str, Verdict]:
+    out: dict[str, Verdict] = {}
+    for decision in store.add_many(records, batch_size=256, at=AT):
+        match = decision.duplicate_of
+        out[decision.key] = (
+            decision.inserted,
+            match.key if match else None,
+            match.distance if match else None,
+            match.measure if match else None,
+            match.score if match else None,
+        )
+    return out
+
+
+def spark_verdicts(result: DataFrame) -> dict[str, Verdict]:
+    return {
+        row.key: (row.kept, row.duplicate_of, row.distance, row.measure, row.score)
+        for row in result.collect()
+    }
+
+
+def assert_same(expected: dict[str, Verdict], got: dict[str, Verdict]) -> None:
+    assert set(got) == set(expected)
+    wrong = [(key, expected[key], got[key]) for key in expected if expected[key] != got[key]]
+    assert not wrong, wrong[:5]
+
+
+def chained_corpus(seed: int) -> list[tuple[str, str]]:
+    """Chains of edits (each text an edit of the one before), exact copies and case-only copies,
+    shuffled: many A ~ B ~ C where A and C are not near."""
+    rng = random.Random(seed)
+    vocabulary = [f"w{i}" for i in range(3000)]
+    texts: list[str] = []
+    for _chain in range(40):
+        words = rng.choices(vocabulary, k=rng.choice([12, 30, 80]))
+        for _step in range(rng.randint(3, 6)):
+            texts.append(" ".join(words))
+            for _edit in range(max(1, len(words) // rng.choice([5, 6, 8]))):
+                words[rng.randrange(len(words))] = rng.choice(vocabulary)
+    copies = [rng.choice(texts) for _ in range(60)]
+    cased = [text.upper() for text in rng.sample(texts, 20)]
+    texts += copies + cased
+    rng.shuffle(texts)
+    return [(f"k{rng.randrange(10**6):06d}-{i}", text) for i, text in enumerate(texts)]
+
+
+def kept_next_to_a_duplicate(records: Sequence[tuple[str, str]], policy: Policy) -> int:
+    """Kept texts confirmed near an earlier text (a duplicate): "one per component" drops them."""
+    items = batch.sign([t for _k, t in records], keys=[k for k, _t in records], policy=policy)
+    edges = batch.confirm(items, batch.candidates(items, policy=policy), policy=policy)
+    verdicts = batch.replay([item.key for item in items], edges)
+    return len({edge.new for edge in edges if verdicts[edge.new].kept})
+
+
+POLICIES = {
+    "minhash": MinHashVerification(),
+    "simhash": SimHashOnly(),
+    "simhash-verified": SimHashVerification(),
+}
+
+
+@pytest.mark.parametrize("name", list(POLICIES))
+def test_real_text_equals_add_many(spark: SparkSession, name: str) -> None:
+    policy = POLICIES[name]
+    records = corpus_slice(600, seed=3)
+    expected = store_verdicts(SimStore("sqlite://", policy=policy), records)
+    result = simspark.dedup(
+        frame(spark, records), key="id", text="body", order="position", policy=policy
+    )
+    assert_same(expected, spark_verdicts(result))
+    assert sum(not verdict[0] for verdict in expected.values()) > 20
+
+
+def test_chains_and_copies_equal_add_many_with_either_components_step(
+    spark: SparkSession,
+) -> None:
+    policy = MinHashVerification()
+    records = chained_corpus(seed=7)
+    assert kept_next_to_a_duplicate(records, policy) >= 3  # chains that component-dedup breaks
+    expected = store_verdicts(SimStore("sqlite://", policy=policy), records)
+    df = frame(spark, records)
+    on_driver = simspark.dedup(df, key="id", text="body", order="position")
+    assert_same(expected, spark_verdicts(on_driver))
+    in_spark = simspark.dedup(df, key="id", text="body", order="position", driver_edges=0)
+    assert_same(expected, spark_verdicts(in_spark))
+
+
+def test_a_skewed_bucket(spark: SparkSession) -> None:
+    # 1,500 exact copies of a footer plus 300 texts made of the footer and a few words of their
+    # own: one band key held by ~1,800 rows, the copies collapsed to one representative.
+    rng = random.Random(5)
+    footer = (
+        "This message and any attachments are confidential and intended solely for the "
+        "addressee. If you received it in error please notify the sender and delete it. "
+    ) * 3
+    texts = [footer] * 1500 + [
+        footer + " ".join(rng.choices(["alpha", "beta", "gamma", "delta", "omega"], k=6))
+        for _ in range(300)
+    ]
+    rng.shuffle(texts)
+    records = [(f"s{i:05d}", text) for i, text in enumerate(texts)]
+    expected = store_verdicts(SimStore("sqlite://"), records)
+    result = simspark.dedup(frame(spark, records), key="id", text="body", order="position")
+    assert_same(expected, spark_verdicts(result))
+    assert sum(verdict[0] for verdict in expected.values()) < 10
+
+
+def handed_over(
+    spark: SparkSession, store: SimStore, records: Sequence[tuple[str, str]]
+) -> dict[str, Verdict]:
+    df = frame(spark, records)
+    result = simspark.dedup(
+        df,
+        key="id",
+        text="body",
+        order="position",
+        preset=store.preset,
+        policy=store.policy,
+        with_items=True,
+    )
+    report = simspark.load(store, result, at=AT, batch_size=300)
+    got = spark_verdicts(result)
+    assert report.kept + report.duplicates == len(records)
+    assert report.kept == sum(verdict[0] for verdict in got.values())
+    assert simspark.load(store, result, at=AT).skipped == len(records)  # a re-run is a no-op
+    return got
+
+
+@pytest.mark.parametrize("where", ["sqlite", "postgresql"])
+def test_hand_over_round_trip(spark: SparkSession, tmp_path: Any, where: str) -> None:
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    if where == "postgresql":
+        url = new_server_database("postgresql")
+    records = corpus_slice(300, seed=11)
+    with SimStore(url, namespace="handover", auto_upgrade=True) as store:
+        loaded = handed_over(spark, store, records)
+        # the corpus added again replays its decisions, key for key
+        again = store_verdicts(store, records)
+        assert {k: v[:2] for k, v in again.items()} == {k: v[:2] for k, v in loaded.items()}
+        assert store.stats().kept == sum(verdict[0] for verdict in loaded.values())
+        # a new near-duplicate of a loaded kept text is found
+        key, text = next((k, t) for k, t in records if loaded[k][0] and len(t) > 80)
+        decision = store.add(text + " (updated)", key="new-one", at=AT)
+        assert not decision.inserted
+        assert decision.duplicate_of is not None and decision.duplicate_of.key == key
+    with SimStore(url, namespace="reference", auto_upgrade=True) as reference:
+        assert_same(store_verdicts(reference, records), loaded)
+
+
+def test_incremental_equals_add_many_on_the_store(spark: SparkSession, tmp_path: Any) -> None:
+    records = corpus_slice(500, seed=17)
+    first, second = records[:250], records[250:]
+    moment = datetime(2026, 1, 6, tzinfo=timezone.utc)
+    url = f"sqlite:///{tmp_path / 'i.db'}"
+    with SimStore(url, namespace="batch", auto_upgrade=True) as store:
+        store_verdicts(store, first)
+        result = simspark.dedup(
+            frame(spark, second), key="id", text="body", order="position", store=store, at=moment
+        )
+        got = spark_verdicts(result)
+    with SimStore(url, namespace="online") as online:
+        store_verdicts(online, first)
+        expected = {}
+        for decision in online.add_many(second, at=moment):
+            match = decision.duplicate_of
+            expected[decision.key] = (
+                decision.inserted,
+                match.key if match else None,
+                match.distance if match else None,
+                match.measure if match else None,
+                match.score if match else None,
+            )
+    assert_same(expected, got)
+    assert any(verdict[1] in dict(first) for verdict in got.values())  # matched the store's rows
+
+
+def test_bad_input_is_a_simstore_error(spark: SparkSession) -> None:
+    good = frame(spark, [("a", "some text"), ("b", "other text")])
+    with pytest.raises(InvalidInput, match="no column"):
+        simspark.dedup(good, key="id", text="missing", order="position")
+    twice = spark.createDataFrame(
+        [("a", "x y z", 0), ("a", "x y w", 1)], "id string, body string, position long"
+    )
+    with pytest.raises(InvalidInput, match="more than once"):
+        simspark.dedup(twice, key="id", text="body", order="position")
+    null = spark.createDataFrame([("a", None, 0)], "id string, body string, position long")
+    with pytest.raises(InvalidInput, match="null"):
+        simspark.dedup(null, key="id", text="body", order="position")
+    nul = spark.createDataFrame([("a\x00b", "text", 0)], "id string, body string, position long")
+    with pytest.raises(InvalidInput, match="NUL"):  # found on an executor, raised on the driver
+        simspark.dedup(nul, key="id", text="body", order="position").collect()
+
+
+def test_driver_components_are_minimum_labels() -> None:
+    import numpy as np
+
+    nodes, labels = simspark.driver_components(np.array([5, 9, 3, 7]), np.array([1, 5, 2, 3]))
+    assert dict(zip(nodes.tolist(), labels.tolist(), strict=True)) == {
+        1: 1, 5: 1, 9: 1, 2: 2, 3: 2, 7: 2,
+    }  # fmt: skip
+
+
+def test_load_refuses_bad_rows(tmp_path: Any) -> None:
+    with SimStore(f"sqlite:///{tmp_path / 'l.db'}") as store:
+        with pytest.raises(InvalidInput, match="duplicate_of"):
+            handover.load(store, [handover.LoadRow("a", False, 1)])
+        with pytest.raises(InvalidInput, match="bytes"):
+            handover.load(store, [handover.LoadRow("a", True, 1, signature=b"x")])
+        assert handover.load(store, [{"key": "a", "kept": True, "fingerprint": 7}]).kept == 1
+        assert store.get("a") is not None
