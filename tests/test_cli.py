@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import os
 import re
@@ -369,6 +370,113 @@ def test_stats_purge_and_db_commands(filled: Cli) -> None:
     assert loads(purged)["deleted"] == 0
     revision = loads(current)
     assert revision["revision"] == revision["head"] and revision["up_to_date"] is True
+
+
+def namespace_names(cli: Cli) -> list[str]:
+    with contextlib.closing(sqlite3.connect(cli.folder / "store.db")) as connection:
+        rows = connection.execute("SELECT name FROM simstore_namespaces ORDER BY name").fetchall()
+    return [name for (name,) in rows]
+
+
+def test_read_only_commands_never_write_and_refuse_an_unknown_namespace(cli: Cli) -> None:
+    missing = cli.folder / "store.db"
+    calls = [("stats",), ("show", "a"), ("query", "x"), ("explain", "a"), ("export",)]
+    for args, result in zip(calls, cli.many(*calls), strict=True):
+        assert result.returncode == 1, (args, result.stderr)
+        assert result.stderr.startswith("simstore: error: no database at "), result.stderr
+    current = cli.json("db", "current")
+    assert current["revision"] is None and not current["up_to_date"]
+    assert cli("db", "check").returncode == 1
+    assert not missing.exists()  # neither the reads nor db current/check created the file
+
+    posts = write(cli.folder / "posts.jsonl", [json.dumps({"id": "a", "text": LONG_TEXT})])
+    assert cli("ingest", str(posts)).returncode == 0
+    before = missing.read_bytes()
+    typo = [("--namespace", "typo", *args) for args in (*calls, ("purge", "--keep", "1d"))]
+    for args, result in zip(typo, cli.many(*typo), strict=True):
+        assert result.returncode == 1, (args, result.stderr)
+        assert "no namespace 'typo'" in result.stderr and "'default'" in result.stderr
+    assert namespace_names(cli) == ["default"]
+    assert missing.read_bytes() == before
+
+
+def ingest_a_and_its_repost(cli: Cli, *options: str) -> Path:
+    """Ingest a kept text "a" and "b", a repost of it; the file they were read from."""
+    lines = [
+        json.dumps({"id": "a", "text": LONG_TEXT}),
+        json.dumps({"id": "b", "text": "转发 " + LONG_TEXT}),
+    ]
+    posts = write(cli.folder / "posts.jsonl", lines)
+    assert cli(*options, "ingest", str(posts)).returncode == 0
+    return posts
+
+
+def test_namespaces_are_listed_and_dropped_only_with_yes(cli: Cli) -> None:
+    ingest_a_and_its_repost(cli)
+    ingest_a_and_its_repost(cli, "--namespace", "other", "--preset", "pypi-simhash")
+    listed = cli.json("namespaces")
+    assert [(n["name"], n["kept"], n["decisions"]) for n in listed] == [
+        ("default", 1, 2),
+        ("other", 1, 2),
+    ]
+    assert listed[1]["preset"].startswith("pypi-simhash@") and listed[0]["created_at"].endswith(
+        "+00:00"
+    )
+    text = cli("namespaces", "list")
+    assert re.search(r"^other\s+pypi-simhash@\d+\s+1\s+2\s+\d{4}-", text.stdout, re.M), text.stdout
+
+    refused = cli("namespaces", "drop", "other")
+    assert refused.returncode == 1 and "without --yes" in refused.stderr
+    assert namespace_names(cli) == ["default", "other"]
+    dropped = cli.json("namespaces", "drop", "other", "--yes")
+    assert dropped["deleted"]["simstore_fingerprints"] == 1
+    assert dropped["deleted"]["simstore_decisions"] == 2
+    assert namespace_names(cli) == ["default"]
+    assert cli("namespaces", "drop", "other", "--yes").returncode == 1
+    assert cli.json("stats")["kept"] == 1  # the other namespace is untouched
+
+
+def test_remove_a_kept_key_leaves_the_decisions_that_named_it(cli: Cli) -> None:
+    ingest_a_and_its_repost(cli)
+    removed = cli("remove", "a")
+    assert removed.returncode == 0 and "removed a" in removed.stdout
+    assert cli("remove", "a").returncode == 1
+    shown = cli("show", "b")
+    assert "duplicate of a, which has since been removed or purged" in shown.stdout
+    data = cli.json("show", "b")
+    assert data["duplicate_of"] is None and data["duplicate_of_removed"] == "a"
+    assert decisions(cli) == {"b": "a"}  # the table keeps what was decided
+    assert cli("show", "a").returncode == 1
+    again = write(cli.folder / "again.jsonl", [json.dumps({"id": "a2", "text": LONG_TEXT})])
+    assert cli.json("ingest", str(again))["kept"] == 1  # nothing matches a removed key
+
+
+def test_export_streams_decisions_kept_rows_and_clusters(cli: Cli) -> None:
+    assert cli("ingest", str(CORPUS)).returncode == 0
+    stats = cli.json("stats")
+    exported, kept_csv, clusters, clusters_csv = cli.many(
+        ("export",),
+        ("export", "--what", "kept", "--format", "csv"),
+        ("export", "--what", "clusters"),
+        ("export", "--what", "clusters", "--format", "csv", "--out", "clusters.csv"),
+    )
+    rows = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert len(rows) == stats["decisions"]
+    assert {row["key"]: row["duplicate_of"] for row in rows} == decisions(cli)
+    assert all(row["decided_at"].endswith("+00:00") for row in rows)
+    table = list(csv.DictReader(kept_csv.stdout.splitlines()))
+    assert len(table) == stats["kept"] and set(table[0]) == {
+        "key",
+        "fingerprint",
+        "added_at",
+        "text",
+    }
+    groups = [json.loads(line) for line in clusters.stdout.splitlines()]
+    assert sum(group["size"] - 1 for group in groups) == stats["duplicates"]
+    assert all(group["keys"][0] == group["cluster"] for group in groups)
+    assert "exported" in clusters_csv.stderr
+    members = list(csv.DictReader((cli.folder / "clusters.csv").read_text().splitlines()))
+    assert len(members) == sum(group["size"] for group in groups)
 
 
 def test_db_check_fails_until_upgrade(cli: Cli) -> None:

@@ -14,6 +14,12 @@ library; what lives here is declaring options, showing results and turning error
 """
 
 from simstore.cli._app import main
-from simstore.cli.commands import db, fingerprints, ingest, store  # noqa: F401 - importing registers
+from simstore.cli.commands import (  # noqa: F401 - importing registers
+    db,
+    fingerprints,
+    ingest,
+    namespaces,
+    store,
+)
 
 __all__ = ["main"]

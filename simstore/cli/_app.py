@@ -202,12 +202,24 @@ def text_radius(settings: Settings, max_distance: int | None) -> int | None:
 
 
 @contextlib.contextmanager
-def open_store(settings: Settings, **options: Any) -> Iterator[SimStore]:
-    """The store the global options name; ``options`` that are None are left to SimStore."""
+def open_store(settings: Settings, *, create: bool = False, **options: Any) -> Iterator[SimStore]:
+    """The store the global options name; ``options`` that are None are left to SimStore.
+
+    Only ``create`` (ingest, dedup) may make the namespace, or a SQLite file, or upgrade its
+    schema; every other command opens an existing namespace and writes nothing it was not asked
+    to (an unknown namespace is an error, not a new empty one).
+    """
+    from simstore.namespaces import existing
+    from simstore.presets import get_preset
     from simstore.store import SimStore
 
     given = {name: value for name, value in options.items() if value is not None}
-    policy = policy_from(settings.policy, threshold=settings.threshold)
+    policy = policy_from(settings.policy, threshold=settings.threshold)  # bad input first
+    if settings.preset is not None:
+        get_preset(settings.preset)
+    if not create:
+        existing(settings.url, settings.namespace)
+        given["auto_upgrade"] = False
     with SimStore(
         settings.url, namespace=settings.namespace, preset=settings.preset, policy=policy, **given
     ) as store:

@@ -47,16 +47,27 @@ def upgrade(settings: Settings) -> None:
     emit(settings, _status_json(status), status.message)
 
 
+def _status(settings: Settings) -> Status:
+    """``migrate.status`` of the database; a missing SQLite file is reported, never created."""
+    from simstore import migrate
+    from simstore.namespaces import missing_sqlite_file
+
+    path = missing_sqlite_file(settings.url)
+    if path is None:
+        return migrate.status(settings.url)
+    url = redact(settings.url)
+    fix = f"no database file at {path} yet: run {migrate.upgrade_command(url)} to create it"
+    return migrate.Status(url, None, migrate.head(), fix)
+
+
 @db.command()
 @click.pass_obj
 def current(settings: Settings) -> None:
     """The revision the database is at.
 
-    'none' before the first 'simstore db upgrade'.
+    'none' before the first 'simstore db upgrade' (a missing SQLite file is not created).
     """
-    from simstore import migrate
-
-    status = migrate.status(settings.url)
+    status = _status(settings)
     emit(settings, _status_json(status), status.message)
 
 
@@ -67,9 +78,7 @@ def check(settings: Settings) -> None:
 
     On failure the error line names the command that fixes it.
     """
-    from simstore import migrate
-
-    status = migrate.status(settings.url)
+    status = _status(settings)
     data = _status_json(status) | {"error": status.error}
     if status.error is not None:
         emit(settings, data, None)

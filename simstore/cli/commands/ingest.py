@@ -188,7 +188,10 @@ def _add_records(
     for path in paths:
         format_of(path, options.format)  # a usage error before anything is opened
     radius = text_radius(settings, options.max_distance)
-    with open_store(settings, max_distance=radius) as store, _progress(settings) as progress:
+    with (
+        open_store(settings, create=True, max_distance=radius) as store,
+        _progress(settings) as progress,
+    ):
         tally = _run(store, read_records(paths, options), options, on_decision, progress)
     data, text = _summary(settings, paths, tally, store)
     emit(settings, {**describe, **data}, text, err=summary_to_stderr)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -59,20 +61,40 @@ def _score(score: float | None) -> str:
     return "-" if score is None else f"{score:.3f}"
 
 
-def _decision_and_texts(settings: Settings, key: str) -> tuple[Decision, dict[str, str | None]]:
-    """The decision of KEY and the normalised texts the store kept for it and its match."""
+@dataclasses.dataclass(frozen=True)
+class _Looked:
+    decision: Decision
+    texts: dict[str, str | None]  # the normalised texts kept for the key and its match
+    gone: str | None  # the recorded match of a duplicate whose kept row was removed or purged
+
+    def json(self) -> dict[str, Any]:
+        return decision_json(self.decision) | {"duplicate_of_removed": self.gone}
+
+    def verdict(self) -> str:
+        if self.gone is not None:
+            return f"duplicate of {self.gone}, which has since been removed or purged"
+        return verdict(self.decision)
+
+
+def _look_up(settings: Settings, key: str) -> _Looked:
+    """The decision of KEY, the texts kept for it and its match, and a match that is gone."""
+    from simstore.export import recorded_duplicate_of
+
     with open_store(settings) as store:
         decision = store.get(key)
         texts: dict[str, str | None] = {}
+        gone = None
         if decision is not None:
             texts[key] = store.kept_text(key)
             if decision.duplicate_of is not None:
                 texts[decision.duplicate_of.key] = store.kept_text(decision.duplicate_of.key)
+            elif not decision.inserted:
+                gone = recorded_duplicate_of(store, key)
     if decision is None:
         raise Failure(
             f"no key {key!r} in namespace {settings.namespace!r} of {redact(settings.url)}"
         )
-    return decision, texts
+    return _Looked(decision, texts, gone)
 
 
 @main.command()
@@ -83,11 +105,12 @@ def show(settings: Settings, key: str) -> None:
 
     Kept, or a duplicate of which key at what distance; exit 1 when there is no such key.
     """
-    decision = _decision_and_texts(settings, key)[0]
-    rows = {"key": decision.key, "fingerprint": decision.hex, "decision": verdict(decision)}
+    looked = _look_up(settings, key)
+    decision = looked.decision
+    rows = {"key": decision.key, "fingerprint": decision.hex, "decision": looked.verdict()}
     if decision.duplicate_of is not None:
         rows["matched added"] = shown(decision.duplicate_of.added_at)
-    emit(settings, decision_json(decision), pairs(rows))
+    emit(settings, looked.json(), pairs(rows))
 
 
 @main.command()
@@ -101,10 +124,10 @@ def explain(settings: Settings, key: str) -> None:
     The differing bits are those set in the XOR of the two fingerprints (bit 0 is the least
     significant; band b0 holds bits 63..48, b3 bits 15..0).
     """
-    decision, texts = _decision_and_texts(settings, key)
-    match = decision.duplicate_of
-    data = decision_json(decision) | {"texts": texts, "texts_note": TEXTS_NOT_STORED}
-    rows = {"key": decision.key, "decision": verdict(decision)}
+    looked = _look_up(settings, key)
+    decision, texts, match = looked.decision, looked.texts, looked.decision.duplicate_of
+    data = looked.json() | {"texts": texts, "texts_note": TEXTS_NOT_STORED}
+    rows = {"key": decision.key, "decision": looked.verdict()}
     if decision.inserted:
         rows["why"] = "no kept text was near enough, by the policy, when it was added"
     rows["fingerprint"] = f"{decision.hex}  ({decision.key})"
@@ -137,6 +160,9 @@ def purge(settings: Settings, keep: str) -> None:
     Whole time partitions older than --keep are deleted in bounded batches, while readers and
     writers go on.
     """
+    from simstore.retention import parse_duration
+
+    parse_duration(keep)  # a bad duration is invalid input, whatever the namespace
     with open_store(settings) as store:
         deleted = store.purge(keep=keep)
     data = {"namespace": settings.namespace, "keep": keep, "deleted": deleted}
@@ -152,3 +178,80 @@ def stats(settings: Settings) -> None:
     data = {"db": redact(settings.url), **dataclasses.asdict(result)}
     data["oldest"], data["newest"] = iso(result.oldest), iso(result.newest)
     emit(settings, data)
+
+
+@main.command()
+@click.argument("key")
+@click.pass_obj
+def remove(settings: Settings, key: str) -> None:
+    """Forget KEY: its kept row (so nothing matches it any more) and its decision.
+
+    Decisions of other keys that named KEY as their match are left as they were recorded: 'show'
+    says they duplicate a key that has since been removed. Exit 1 when there is no such key.
+    """
+    with open_store(settings) as store:
+        removed = store.remove(key)
+    if not removed:
+        raise Failure(
+            f"no key {key!r} in namespace {settings.namespace!r} of {redact(settings.url)}"
+        )
+    emit(settings, {"key": key, "removed": True}, f"removed {key} from {settings.namespace}")
+
+
+@main.command()
+@click.option(
+    "--what",
+    type=click.Choice(("decisions", "clusters", "kept")),
+    default="decisions",
+    show_default=True,
+    help="decisions: one per key; kept: the kept rows; clusters: a kept key with its duplicates.",
+)
+@click.option(
+    "--format", "format_", type=click.Choice(("jsonl", "csv")), default="jsonl", show_default=True
+)
+@click.option(
+    "--out",
+    default="-",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Where to write [default: stdout].",
+)
+@click.pass_obj
+def export(settings: Settings, what: str, format_: str, out: str) -> None:
+    """Write the namespace's decisions, kept rows or clusters as JSON lines or CSV.
+
+    Streams in batches (bounded memory), nothing is written to the store. CSV of clusters has
+    one row per member (cluster, size, key); JSON lines one line per cluster with its keys.
+    """
+    from simstore import export as exporting
+
+    with open_store(settings) as store, click.open_file(out, "w", encoding="utf-8") as stream:
+        rows = {
+            "decisions": exporting.decisions,
+            "kept": exporting.kept,
+            "clusters": exporting.clusters,
+        }[what](store)
+        count = _write(stream, rows, what, format_)
+    if out != "-" and not settings.quiet:
+        click.echo(f"exported {count:,} {what} to {out}", err=True)
+
+
+def _write(stream: Any, rows: Any, what: str, format_: str) -> int:
+    from simstore.export import FIELDS
+
+    count = 0
+    if format_ == "jsonl":
+        for row in rows:
+            stream.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+        return count
+    fields = ("cluster", "size", "key") if what == "clusters" else FIELDS[what]
+    writer = csv.DictWriter(stream, fields, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        count += 1
+        if what == "clusters":
+            writer.writerows({"cluster": row["cluster"], "size": row["size"], "key": key}
+                             for key in row["keys"])  # fmt: skip
+        else:
+            writer.writerow(row)
+    return count
