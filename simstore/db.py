@@ -81,10 +81,34 @@ def create_engine_for(url: str | URL) -> Engine:
     try:
         engine = sa.create_engine(parsed, **kwargs)
     except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as error:
-        raise DatabaseUnavailable(f"cannot use {redact(parsed)}: {error}") from error
+        raise DatabaseUnavailable(
+            f"cannot use {redact(parsed)}: {error}{_driver_hint(error)}"
+        ) from error
     if backend == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+# a missing driver module -> (what to write instead, or ""; simstore's extra that installs one)
+_DRIVER_HINTS = {
+    "psycopg": ("", "postgresql"),
+    "psycopg2": ("write postgresql+psycopg:// (psycopg 3)", "postgresql"),
+    "pymysql": ("", "mysql"),
+    "MySQLdb": ("mysql:// means the MySQLdb driver: write mysql+pymysql://", "mysql"),
+}
+
+
+def _driver_hint(error: BaseException) -> str:
+    """What to install (and write) when a URL's driver is missing; empty when it is not that."""
+    name = str(getattr(error, "name", None) or "").split(".")[0]
+    if name not in _DRIVER_HINTS:
+        return ""
+    instead, extra = _DRIVER_HINTS[name]
+    install = (
+        f"install simstore[{extra}]: pip install 'simstore[{extra}]' "
+        f"(from a checkout: pip install '.[{extra}]')"
+    )
+    return f"; {instead} and {install}" if instead else f"; {install}"
 
 
 def _busy_timeout(url: URL) -> float:

@@ -518,6 +518,25 @@ def test_unreachable_database_is_one_line_exit_3_without_password(tmp_path: Path
         assert "secret" not in result.stdout + result.stderr
 
 
+def test_a_missing_driver_names_the_extra_and_the_url_to_write(cli: Cli) -> None:
+    blocked = cli.folder / "blocked"
+    blocked.mkdir()
+    (blocked / "psycopg.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'psycopg'\", name='psycopg')\n"
+    )
+    environment = {"PYTHONPATH": str(blocked)}
+    no_psycopg, mysqldb = (
+        cli("stats", db="postgresql+psycopg://u@127.0.0.1:1/x", env=environment),
+        cli("stats", db="mysql://u@127.0.0.1:1/x"),
+    )
+    assert no_psycopg.returncode == 3, no_psycopg.stderr
+    assert "No module named 'psycopg'" in no_psycopg.stderr
+    assert "pip install 'simstore[postgresql]'" in no_psycopg.stderr
+    assert "pip install '.[postgresql]'" in no_psycopg.stderr
+    assert mysqldb.returncode == 3
+    assert "write mysql+pymysql://" in mysqldb.stderr and "simstore[mysql]" in mysqldb.stderr
+
+
 def test_password_from_the_environment_is_never_shown(cli: Cli) -> None:
     env = {"SIMSTORE_URL": UNREACHABLE}
     with ThreadPoolExecutor() as pool:

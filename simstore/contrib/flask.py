@@ -26,7 +26,8 @@ try:
     from flask import Flask, current_app
 except ImportError as error:  # pragma: no cover - depends on the installed extras
     raise ImportError(
-        "simstore.contrib.flask needs Flask: pip install 'simstore[flask]'"
+        "simstore.contrib.flask needs Flask: pip install 'simstore[flask]' "
+        "(from a checkout: pip install '.[flask]')"
     ) from error
 
 from simstore import migrate

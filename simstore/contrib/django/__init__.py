@@ -24,7 +24,8 @@ try:
     from django.db import connections
 except ImportError as error:  # pragma: no cover - depends on the installed extras
     raise ImportError(
-        "simstore.contrib.django needs Django: pip install 'simstore[django]'"
+        "simstore.contrib.django needs Django: pip install 'simstore[django]' "
+        "(from a checkout: pip install '.[django]')"
     ) from error
 
 from sqlalchemy.engine import URL
