@@ -1,0 +1,153 @@
+"""Bytes per kept text with the default policy, text in, broken down by table and index.
+
+    python benchmarks/bench_footprint.py [--texts 20000] [--batch 500]
+    python benchmarks/bench_footprint.py --url postgresql+psycopg://root@127.0.0.1:5432/test
+
+Real text: the ``a`` and ``b`` texts of the quality dataset (``benchmarks/data/quality/pairs.jsonl``,
+Chinese and English, a few characters to 35 kB; many pairs are near-duplicates, so fewer texts are
+kept than added), in a fixed shuffled order, through ``SimStore.add_many`` with the default policy
+(fingerprint, normalised text, MinHash signature and band keys, one decision row per add).
+
+SQLite: a fresh file, sized afterwards with the ``dbstat`` virtual table (every page of every
+table and index). PostgreSQL (``--url``): a database of its own, created and dropped, sized with
+``pg_relation_size`` for each table (its heap and its TOAST table) and each index after VACUUM.
+Prints one row per B-tree (or heap) with its bytes and bytes per kept text, then the total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from simstore.store import SimStore
+
+PAIRS = Path(__file__).resolve().parent / "data" / "quality" / "pairs.jsonl"
+
+
+def texts(count: int, pairs: Path) -> list[str]:
+    """The dataset's texts (``a`` then ``b`` of each pair, distinct), shuffled with seed 1."""
+    seen: dict[str, None] = {}
+    with pairs.open(encoding="utf-8") as lines:
+        for line in lines:
+            pair = json.loads(line)
+            for text in (pair["a"], pair["b"]):
+                if text.strip():
+                    seen.setdefault(text)
+    chosen = list(seen)
+    random.Random(1).shuffle(chosen)
+    if len(chosen) < count:
+        print(f"only {len(chosen):,} distinct texts in {pairs}", file=sys.stderr)
+    return chosen[:count]
+
+
+def fill(url: str, corpus: list[str], batch: int) -> tuple[int, float]:
+    """Add the corpus through ``add_many``; (texts kept, seconds)."""
+    started = time.perf_counter()
+    with SimStore(url, auto_upgrade=True) as store:
+        items = [(f"t{i}", text) for i, text in enumerate(corpus)]
+        kept = sum(decision.inserted for decision in store.add_many(items, batch_size=batch))
+    return kept, time.perf_counter() - started
+
+
+def sqlite_sizes(path: Path) -> list[tuple[str, str, int]]:
+    """(table, B-tree name, bytes) of every table and index of the file, from ``dbstat``."""
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with engine.connect() as conn:
+        owner: dict[str, str] = dict(
+            conn.exec_driver_sql(
+                "SELECT name, tbl_name FROM sqlite_master WHERE type IN ('table', 'index')"
+            ).all()
+        )
+        sizes = conn.exec_driver_sql(
+            "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY name"
+        ).all()
+    engine.dispose()
+    return [(str(owner.get(name, name)), str(name), int(size)) for name, size in sizes]
+
+
+def postgresql_sizes(url: str) -> list[tuple[str, str, int]]:
+    """(table, relation, bytes) of simstore's tables, their TOAST tables and their indexes."""
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.exec_driver_sql("VACUUM ANALYZE")
+        rows = conn.exec_driver_sql(
+            "SELECT c.relname, c.relname, pg_relation_size(c.oid) FROM pg_class c "
+            "WHERE c.relkind = 'r' AND c.relname LIKE 'simstore%%' "
+            "UNION ALL "
+            "SELECT c.relname, c.relname || ' (TOAST)', "
+            "pg_relation_size(c.reltoastrelid) + COALESCE((SELECT SUM(pg_relation_size(i.indexrelid)) "
+            "  FROM pg_index i WHERE i.indrelid = c.reltoastrelid), 0) "
+            "FROM pg_class c WHERE c.relkind = 'r' AND c.relname LIKE 'simstore%%' "
+            "AND c.reltoastrelid <> 0 "
+            "UNION ALL "
+            "SELECT t.relname, x.relname, pg_relation_size(x.oid) FROM pg_index i "
+            "JOIN pg_class x ON x.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid "
+            "WHERE t.relname LIKE 'simstore%%' ORDER BY 1, 2"
+        ).all()
+    engine.dispose()
+    return [(str(table), str(name), int(size)) for table, name, size in rows]
+
+
+def report(title: str, sizes: list[tuple[str, str, int]], kept: int, added: int) -> None:
+    total = sum(size for _table, _name, size in sizes)
+    print(f"\n{title}: {added:,} texts added, {kept:,} kept")
+    print(f"{'table':<24} {'B-tree / heap':<44} {'bytes':>12} {'B/kept':>8}")
+    for table, name, size in sizes:
+        if size:
+            print(f"{table:<24} {name:<44} {size:>12,} {size / kept:>8.0f}")
+    by_table: dict[str, int] = {}
+    for table, _name, size in sizes:
+        by_table[table] = by_table.get(table, 0) + size
+    for table, size in sorted(by_table.items()):
+        print(f"{table:<24} {'(all of it)':<44} {size:>12,} {size / kept:>8.0f}")
+    print(f"{'total':<24} {'':<44} {total:>12,} {total / kept:>8.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--texts", type=int, default=20_000)
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--pairs", type=Path, default=PAIRS, help="the quality dataset's pairs")
+    parser.add_argument("--url", help="a PostgreSQL server URL (a database of its own is made)")
+    args = parser.parse_args()
+    corpus = texts(args.texts, args.pairs)
+    chars = sum(map(len, corpus))
+    print(f"{len(corpus):,} texts, {chars / len(corpus):,.0f} characters on average")
+    if args.url is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "footprint.db"
+            kept, seconds = fill(f"sqlite:///{path}", corpus, args.batch)
+            print(f"add_many: {seconds:.1f} s, {len(corpus) / seconds:,.0f} texts/s")
+            report("SQLite (dbstat)", sqlite_sizes(path), kept, len(corpus))
+            print(
+                f"file: {path.stat().st_size:,} bytes ({path.stat().st_size / kept:,.0f} per kept)"
+            )
+        return
+    name = f"simstore_footprint_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(args.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    url = make_url(args.url).set(database=name).render_as_string(hide_password=False)
+    try:
+        kept, seconds = fill(url, corpus, args.batch)
+        print(f"add_many: {seconds:.1f} s, {len(corpus) / seconds:,.0f} texts/s")
+        report("PostgreSQL (pg_relation_size)", postgresql_sizes(url), kept, len(corpus))
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.dispose()
+
+
+if __name__ == "__main__":
+    main()
