@@ -11,11 +11,13 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import exc
 
+from simstore import _prepared as prepared
 from simstore import migrate, minhash, partitions
 from simstore._connections import Connections
 from simstore._version import __version__
@@ -42,8 +44,15 @@ class Namespace:
 def prepare_schema(connections: Connections, auto_upgrade: bool | None) -> None:
     """Check the schema; upgrade it when asked (by default: SQLite files are upgraded on open)."""
     upgrade = connections.dialect == "sqlite" if auto_upgrade is None else auto_upgrade
+    # on SQLite this thread's kept connection, which the namespace read reuses (one connection
+    # opened, not two), left without a transaction for simstore's own to begin
+    kept = connections.kept()
     try:
-        migrate.check(connections.target)
+        try:
+            migrate.check(connections.target if kept is None else kept)
+        finally:
+            if kept is not None and kept.in_transaction():
+                kept.rollback()
     except SchemaOutOfDate:
         if not upgrade:
             raise
@@ -57,8 +66,7 @@ def open_namespace(
     """The namespace ``name``, created with ``wanted`` (or the default preset) when it is new."""
     requested = None if wanted is None else get_preset(wanted)
     for _attempt in range(3):
-        with connections.transaction() as conn:
-            row = conn.execute(sa.select(namespaces).where(namespaces.c.name == name)).first()
+        row = _read_namespace(connections, name)
         if row is not None:
             preset = _adopt(row, requested, name, connections.url)
             return Namespace(int(row.id), name, preset, int(row.partition_seconds))
@@ -82,6 +90,17 @@ def open_namespace(
         except exc.IntegrityError:
             continue  # another process created it first: read theirs
     raise SimstoreError(f"could not open namespace {name!r}")  # pragma: no cover
+
+
+def _read_namespace(connections: Connections, name: str) -> SimpleNamespace | None:
+    """The namespace's row, read with one prepared SELECT on the cheapest connection (on SQLite
+    this thread's kept one, without a transaction): an open of an existing namespace writes
+    nothing."""
+    with connections.lookup() as conn:
+        found = prepared.namespace_by_name(conn.dialect).run(conn, {"name": name})
+    if not found:
+        return None
+    return SimpleNamespace(**dict(zip(namespaces.c.keys(), found[0], strict=True)))
 
 
 def _adopt(row: Any, requested: Preset | None, name: str, url: str) -> Preset:

@@ -228,6 +228,15 @@ def claim_namespace(dialect: sa.Dialect) -> Prepared:
     return _cached(("claim",), dialect, build)
 
 
+def namespace_by_name(dialect: sa.Dialect) -> Prepared:
+    """Every column of the namespace named ``name``, in the table's column order."""
+
+    def build() -> ClauseElement:
+        return sa.select(namespaces).where(namespaces.c.name == sa.bindparam("name"))
+
+    return _cached(("namespace",), dialect, build)
+
+
 def namespace_for_update(dialect: sa.Dialect) -> Prepared:
     """Lock the namespace row until the transaction ends (parameter ``ns``)."""
 

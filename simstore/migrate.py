@@ -4,15 +4,20 @@
 ``status(bind)`` says whether it is at head and, when not, what to run; ``check(bind)`` raises
 SchemaOutOfDate (naming the command to run) unless it is at head. The CLI, the Flask commands
 and the Django management command all show a ``Status`` the same way.
+
+Every ``SimStore`` checks the schema when it opens, so the check is cheap: the packaged head and
+the known revisions are read from the scripts once per process (they are part of the installed
+package and do not change under it), and the database's revision is one SELECT on the version
+table (after the dialect's own has-table probe), not an alembic ``MigrationContext``.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Connection
 
@@ -23,6 +28,7 @@ from simstore.errors import SchemaOutOfDate
 VERSION_TABLE = "simstore_alembic_version"
 
 
+@functools.cache
 def migrations_dir() -> Path:
     """Installed wheels carry the scripts in simstore/migrations; a checkout has them at the top."""
     package = Path(__file__).resolve().parent
@@ -41,21 +47,41 @@ def _config(connection: Connection | None = None) -> Config:
     return config
 
 
+@functools.cache
+def _revisions(location: Path) -> tuple[str, frozenset[str]]:
+    """The head and every revision of the scripts at ``location`` (read once per process)."""
+    config = Config()
+    config.set_main_option("script_location", str(location))
+    script = ScriptDirectory.from_config(config)
+    revision = script.get_current_head()
+    assert revision is not None  # noqa: S101 - the package always ships at least one revision
+    return revision, frozenset(found.revision for found in script.walk_revisions())
+
+
 def head() -> str:
     """The newest revision shipped with this simstore."""
-    revision = ScriptDirectory.from_config(_config()).get_current_head()
-    assert revision is not None  # noqa: S101 - the package always ships at least one revision
-    return revision
+    return _revisions(migrations_dir())[0]
 
 
 def current(bind: object) -> str | None:
     """The revision the database is at, or None when simstore's schema was never created."""
     with connection_for(bind) as connection, translate_errors(connection.engine.url):
-        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-        revision = context.get_current_revision()
+        revision = _read_revision(connection)
         if _owns(bind) and connection.in_transaction():
             connection.rollback()
         return revision
+
+
+def _read_revision(connection: Connection) -> str | None:
+    """What alembic's ``get_current_revision`` answers, in one query on the version table."""
+    if not connection.dialect.has_table(connection, VERSION_TABLE):
+        return None
+    query = f"SELECT version_num FROM {VERSION_TABLE}"  # noqa: S608 - a constant name
+    found = connection.exec_driver_sql(query).all()
+    if len(found) > 1:
+        heads = ", ".join(sorted(str(row[0]) for row in found))
+        raise SchemaOutOfDate(f"simstore's version table has several revisions ({heads})")
+    return str(found[0][0]) if found else None
 
 
 def _owns(bind: object) -> bool:
@@ -76,8 +102,7 @@ def upgrade(bind: object, revision: str = "heads") -> str:
             connection.commit()
         else:
             command.upgrade(config, revision)
-        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-        reached = context.get_current_revision()
+        reached = _read_revision(connection)
         if _owns(bind):
             connection.rollback()
     return reached or ""
@@ -121,9 +146,7 @@ def status(bind: object) -> Status:
     if at is None:
         state = "has no simstore schema yet"
     else:
-        known = {
-            script.revision for script in ScriptDirectory.from_config(_config()).walk_revisions()
-        }
+        known = _revisions(migrations_dir())[1]
         state = f"is at revision {at}" + ("" if at in known else " (newer than this simstore)")
     error = (
         f"database {url} {state}; simstore {newest} needs it upgraded: run {upgrade_command(url)}"

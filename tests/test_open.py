@@ -1,0 +1,69 @@
+"""Opening a store on an existing database: the cheap schema check checks, and writes nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic.runtime.migration import MigrationContext
+
+from simstore import migrate
+from simstore.errors import SchemaOutOfDate
+from simstore.store import SimStore
+
+
+def _alembic_revision(url: str) -> str | None:
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"version_table": migrate.VERSION_TABLE})
+        revision = context.get_current_revision()
+    engine.dispose()
+    return revision
+
+
+def test_current_reads_what_alembic_reads(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    assert migrate.current(url) is None is _alembic_revision(url)
+    migrate.upgrade(url, "0004_minhash")
+    assert migrate.current(url) == "0004_minhash" == _alembic_revision(url)
+    with pytest.raises(SchemaOutOfDate, match="simstore db upgrade"):
+        migrate.check(url)
+    migrate.upgrade(url)
+    assert migrate.current(url) == migrate.head() == _alembic_revision(url)
+    assert migrate.check(url) == migrate.head()
+
+
+def test_several_revisions_in_the_version_table_are_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    migrate.upgrade(url)
+    with sqlite3.connect(tmp_path / "a.db") as raw:
+        raw.execute(f"INSERT INTO {migrate.VERSION_TABLE} VALUES ('0001_initial')")
+    with pytest.raises(SchemaOutOfDate, match="several revisions"):
+        migrate.current(url)
+
+
+def test_an_old_file_is_still_upgraded_on_open(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    migrate.upgrade(url, "0003_settings")
+    with SimStore(url) as store:
+        assert store.add("hello there, an old file upgraded on open", key="a").inserted
+    assert migrate.current(url) == migrate.head()
+
+
+def test_opening_an_existing_namespace_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    with SimStore(f"sqlite:///{path}") as store:
+        store.add("a text to keep, so that the file is not empty", key="a")
+    watcher = sqlite3.connect(path)
+    try:
+        before = watcher.execute("PRAGMA data_version").fetchone()
+        for _ in range(3):
+            SimStore(f"sqlite:///{path}").close()
+        assert watcher.execute("PRAGMA data_version").fetchone() == before
+        with SimStore(f"sqlite:///{path}") as store:  # a write does show: the probe works
+            store.add("another text, different from the first one entirely", key="b")
+        assert watcher.execute("PRAGMA data_version").fetchone() != before
+    finally:
+        watcher.close()
