@@ -68,9 +68,9 @@ def tree_cpu(root: int) -> float:
     total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()
-        fields = stats.get(pid)
-        if fields:
-            total += sum(int(value) for value in fields[11:15]) / TICKS
+        found = stats.get(pid)
+        if found:
+            total += sum(int(value) for value in found[11:15]) / TICKS
         todo.extend(children.get(pid, []))
     return total
 

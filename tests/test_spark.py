@@ -264,3 +264,27 @@ def test_load_refuses_bad_rows(tmp_path: Any) -> None:
             handover.load(store, [handover.LoadRow("a", True, 1, signature=b"x")])
         assert handover.load(store, [{"key": "a", "kept": True, "fingerprint": 7}]).kept == 1
         assert store.get("a") is not None
+
+
+def test_cli_spark_dedup(spark: SparkSession, tmp_path: Any) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    import simstore.cli.commands.spark  # noqa: F401 - registers the command
+    from simstore.cli import main
+
+    records = corpus_slice(200, seed=23)
+    source = tmp_path / "in.jsonl"
+    lines = [json.dumps({"id": k, "text": t, "n": i}) for i, (k, t) in enumerate(records)]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out, dups = tmp_path / "out", tmp_path / "dups"
+    arguments = ["--json", "spark", "dedup", str(source), "--out", str(out), "--dups", str(dups)]
+    ran = CliRunner().invoke(main, [*arguments, "--order", "n", "--master", "local[2]"])
+    assert ran.exit_code == 0, ran.output
+    summary = json.loads(ran.output)
+    expected = store_verdicts(SimStore("sqlite://"), records)
+    assert summary["kept"] == sum(verdict[0] for verdict in expected.values())
+    written = [json.loads(line) for path in out.glob("*.json") for line in path.open()]
+    assert sorted(row["id"] for row in written) == sorted(k for k, v in expected.items() if v[0])
+    assert spark.range(1).count() == 1  # the test session is still running

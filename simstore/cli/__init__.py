@@ -10,7 +10,8 @@ library; what lives here is declaring options, showing results and turning error
   ``simstore.ingest.ingest``);
 - ``commands.store``: ``query``, ``show``, ``explain``, ``purge``, ``stats``;
 - ``commands.fingerprints``: ``fingerprint``, ``presets`` (no database);
-- ``commands.db``: ``db upgrade``, ``db current``, ``db check``, ``db partition``.
+- ``commands.db``: ``db upgrade``, ``db current``, ``db check``, ``db partition``;
+- ``commands.spark``: ``spark dedup`` (``simstore.spark``; PySpark imported only when it runs).
 """
 
 from simstore.cli._app import main
@@ -19,6 +20,7 @@ from simstore.cli.commands import (  # noqa: F401 - importing registers
     fingerprints,
     ingest,
     namespaces,
+    spark,
     store,
 )
 

@@ -1,0 +1,136 @@
+"""``spark dedup``: a corpus deduplicated on Apache Spark by ``simstore.spark.dedup``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from simstore.cli._app import Settings, main
+from simstore.cli.output import emit, pairs
+from simstore.errors import InvalidInput
+from simstore.verify import policy_from
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SPARK_FORMATS = ("jsonl", "csv", "parquet")
+
+
+@main.group()
+def spark() -> None:
+    """Batch dedup on Apache Spark (needs: pip install 'simstore[spark]').
+
+    The decisions are exactly those of 'simstore ingest' adding the records in input order to an
+    empty namespace with the same preset and policy.
+    """
+
+
+def _format_of(path: str, given: str | None) -> str:
+    if given:
+        return given
+    name = path.rstrip("/").lower()
+    for suffix, kind in ((".jsonl", "jsonl"), (".json", "jsonl"), (".csv", "csv")):
+        if name.endswith(suffix):
+            return kind
+    if name.endswith(".parquet") or Path(path).is_dir():
+        return "parquet"
+    raise InvalidInput(f"cannot tell the format of {path!r}: give --format")
+
+
+def _read(session: SparkSession, path: str, kind: str) -> DataFrame:
+    if kind == "jsonl":
+        return session.read.json(path)
+    if kind == "csv":
+        return session.read.option("header", True).option("multiLine", True).csv(path)
+    return session.read.parquet(path)
+
+
+def _write(frame: DataFrame, path: str, kind: str) -> None:
+    writer = frame.write.mode("errorifexists")
+    if kind == "jsonl":
+        writer.json(path)
+    elif kind == "csv":
+        writer.option("header", True).csv(path)
+    else:
+        writer.parquet(path)
+
+
+@spark.command("dedup")
+@click.argument("source", metavar="IN")
+@click.option("--out", "out", required=True, metavar="DIR", help="Where the kept records go.")
+@click.option("--dups", metavar="DIR", help="Where the duplicates' decisions go (optional).")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option("--format", "kind", type=click.Choice(SPARK_FORMATS), help="Input format.")
+@click.option("--key", "key", default="id", show_default=True, help="The key column.")
+@click.option("--text", "text", default="text", show_default=True, help="The text column.")
+@click.option(
+    "--order",
+    "order",
+    help="An integer column giving the input order [default: the order the records are read].",
+)
+@click.pass_obj
+def dedup_command(
+    settings: Settings,
+    source: str,
+    out: str,
+    dups: str | None,
+    master: str,
+    kind: str | None,
+    key: str,
+    text: str,
+    order: str | None,
+) -> None:
+    """Deduplicate IN (JSON lines, CSV with a header, or Parquet) into --out.
+
+    The kept records are written to --out in IN's format, every column kept; --dups gets each
+    duplicate's key, duplicate_of, distance, measure and score. Spark's own logging and progress
+    stay off the output unless --debug.
+    """
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from simstore import spark as simspark
+
+    chosen = _format_of(source, kind)
+    ours = SparkSession.getActiveSession() is None  # a caller's session is left running
+    builder = SparkSession.builder.master(master).appName("simstore spark dedup")
+    session = builder.config("spark.ui.showConsoleProgress", str(settings.debug).lower())
+    started = session.getOrCreate()
+    started.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
+    try:
+        frame = _read(started, source, chosen)
+        column = order or "__simstore_order"
+        if order is None:
+            frame = frame.withColumn(column, F.monotonically_increasing_id())
+        result = simspark.dedup(
+            frame,
+            key=key,
+            text=text,
+            order=column,
+            preset=settings.preset or "default",
+            policy=policy_from(settings.policy, threshold=settings.threshold),
+        ).persist()
+        decided = frame.join(result.withColumnRenamed("key", key), key)
+        _write(
+            decided.filter(F.col("kept")).select(*frame.columns).drop("__simstore_order"),
+            out,
+            chosen,
+        )
+        if dups:
+            duplicates = decided.filter(~F.col("kept")).select(
+                key, "duplicate_of", "distance", "measure", "score"
+            )
+            _write(duplicates, dups, "csv" if chosen == "csv" else "jsonl")
+        counts = result.groupBy("kept").count().collect()
+        tally = {bool(row["kept"]): int(row["count"]) for row in counts}
+    finally:
+        if ours:
+            started.stop()
+    summary = {
+        "records read": sum(tally.values()),
+        "kept": tally.get(True, 0),
+        "duplicates": tally.get(False, 0),
+    }
+    emit(settings, {**summary, "out": out, "dups": dups}, pairs(summary))
