@@ -21,7 +21,7 @@ from sqlalchemy.exc import ArgumentError
 
 from simstore import migrate
 from simstore.db import connection_for, redact
-from simstore.errors import SimstoreError
+from simstore.errors import DatabaseUnavailable, SimstoreError
 from simstore.locking import lock_for_write
 from simstore.schema import decisions, fingerprints, metadata, namespaces
 
@@ -59,7 +59,9 @@ def missing_sqlite_file(url: str | URL) -> Path | None:
     return None if path.exists() else path
 
 
-def _no_database(url: str | URL, path: Path) -> NoSuchNamespace:
+def _no_database(url: str | URL, path: Path) -> SimstoreError:
+    if not path.parent.is_dir():  # not even the folder: the database cannot be reached
+        return DatabaseUnavailable(f"database {redact(url)}: no folder {path.parent}")
     return NoSuchNamespace(f"no database at {path} ({redact(url)}): nothing was added there yet")
 
 

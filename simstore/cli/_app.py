@@ -212,12 +212,14 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
     from simstore.namespaces import existing
     from simstore.presets import get_preset
     from simstore.store import SimStore
+    from simstore.validate import MAX_NAMESPACE_LENGTH, check_name
 
     given = {name: value for name, value in options.items() if value is not None}
     policy = policy_from(settings.policy, threshold=settings.threshold)  # bad input first
     if settings.preset is not None:
         get_preset(settings.preset)
     if not create:
+        check_name("namespace", settings.namespace, MAX_NAMESPACE_LENGTH)  # exit 4 first
         existing(settings.url, settings.namespace)
         given["auto_upgrade"] = False
     with SimStore(
