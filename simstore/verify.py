@@ -258,9 +258,10 @@ class MinHashVerification(Policy):
     radius, and then the distance decides. When both texts are shorter than ``short_length``
     normalised characters (their texts are kept), a candidate whose signature estimate reaches
     ``prefilter`` is decided by the exact ``measure`` (Jaccard over character 3-grams by default)
-    >= ``threshold``; otherwise by the signature's estimate of the 5-gram Jaccard similarity >=
-    ``long_threshold``. Defaults measured on ``benchmarks/quality``: F1 >= 0.96 in every group,
-    precision ~1.0.
+    >= ``threshold`` (and not a look-alike: ``max_replaced``, ``numbers_matter``); otherwise by
+    the signature's estimate of the 5-gram Jaccard similarity >= ``long_threshold``. Defaults
+    chosen for precision first on the tune half of ``benchmarks/quality`` with its hard negatives
+    (``evaluate_policy.py``; the README's Detection quality section has the held-out numbers).
     """
 
     name: ClassVar[str] = "minhash"
@@ -269,8 +270,8 @@ class MinHashVerification(Policy):
     measure: Measure = "jaccard"
     threshold: float = 0.55
     prefilter: float = 0.35
-    long_threshold: float = 0.55
-    min_bands: int = 2
+    long_threshold: float = 0.75
+    min_bands: int = 1
     # short texts: a look-alike of one template (other names, products, places swapped in) is
     # not a duplicate. More places where other words stand in for the kept text's words than
     # this (typos, insertions and deletions do not count) make a look-alike; None: no such check.
