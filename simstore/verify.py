@@ -57,6 +57,7 @@ class Item:
     signature: bytes | None = None  # MinHash signature (``simstore.minhash``)
     band_keys: tuple[int, ...] = ()  # its distinct LSH band keys, sorted
     planned: bool = False  # whether a policy planned it (else: decided by distance alone)
+    mostly_cjk: bool = False  # most of its normalised characters are Chinese or Japanese
     own_bands: tuple[int, int, int, int] = field(init=False)  # bands(fingerprint), split once
 
     def __post_init__(self) -> None:
@@ -271,6 +272,9 @@ class MinHashVerification(Policy):
     threshold: float = 0.55
     prefilter: float = 0.35
     long_threshold: float = 0.75
+    # the same for a text mostly in Chinese or Japanese (None: long_threshold): a character
+    # 5-gram spans two or three words there, so an edit of the same size costs more grams
+    cjk_long_threshold: float | None = 0.65
     min_bands: int = 1
     # short texts: a look-alike of one template (other names, products, places swapped in) is
     # not a duplicate. More places where other words stand in for the kept text's words than
@@ -283,7 +287,7 @@ class MinHashVerification(Policy):
 
     def __post_init__(self) -> None:
         _check_measure(self.measure)
-        for name in ("threshold", "prefilter", "long_threshold"):
+        for name in ("threshold", "prefilter", "long_threshold", "cjk_long_threshold"):
             check_fraction(name, getattr(self, name))
         check_int("short_length", self.short_length, lowest=0)
         check_int("min_bands", self.min_bands, lowest=1)
@@ -316,6 +320,8 @@ class MinHashVerification(Policy):
         item.radius = max_distance
         item.text = normalised if len(normalised) < self.short_length else None
         item.normalised = normalised  # signed with the rest of the batch (``sign``)
+        cjk = len(_CJK_CHARACTER.findall(normalised))
+        item.mostly_cjk = 2 * cjk > len(normalised) - normalised.count(" ")
 
     def sign(self, items: Sequence[Item]) -> None:
         """MinHash signatures and band keys of the planned items, in one numpy pass."""
@@ -358,7 +364,10 @@ class MinHashVerification(Policy):
     def _decide(self, item: Item, kept: Kept, distance: int, estimate: float) -> Match | None:
         """The rule once both sides are signed: estimate for long texts, exact for short ones."""
         if item.text is None or kept.text is None:  # not both short: the estimate decides
-            if estimate < self.long_threshold:
+            least = self.long_threshold
+            if item.mostly_cjk and self.cjk_long_threshold is not None:
+                least = self.cjk_long_threshold
+            if estimate < least:
                 return None
             return Match(
                 kept.key, kept.fingerprint, distance, kept.added_at, "minhash", round(estimate, 6)
@@ -387,6 +396,8 @@ class MinHashVerification(Policy):
             f"{self.threshold}, long: estimate >= {self.long_threshold})"
         )
 
+
+_CJK_CHARACTER = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
 # Social-media markers that say nothing about the content: links, repost and reply markers
 # ("RT @a:", "via @a", "//@a:", "转发微博", "回复@a:") and @mentions (not an e-mail address).

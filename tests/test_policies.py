@@ -243,3 +243,23 @@ def test_markup_is_not_compared() -> None:
     assert stripped < similarity.jaccard(plain.prepare(a), plain.prepare(b))
     html = "<p>The <b>quick</b> fox &amp; the dog</p>"
     assert default_normalise(policy.prepare(html)) == "the quick fox the dog"
+
+
+def test_a_long_text_mostly_in_chinese_has_its_own_threshold() -> None:
+    zh = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。" * 8
+    items = {
+        name: planned(MinHashVerification(), name, text)
+        for name, text in (("zh", zh), ("en", " ".join([TEXT, OTHER] * 4)))
+    }
+    assert items["zh"].mostly_cjk and not items["en"].mostly_cjk
+    edited = zh.replace("公园", "湖边", 3) + "这是新加的一句话，和原文无关。"
+    policy = MinHashVerification(long_threshold=0.99, cjk_long_threshold=0.5)
+    a, b = planned(policy, "a", zh), planned(policy, "b", edited)
+    assert a.signature is not None and b.signature is not None
+    estimate = minhash.estimate(a.signature, b.signature)
+    assert 0.5 <= estimate < 0.99  # between the two thresholds: the CJK one decides
+    assert policy.confirm(b, kept_of(a), 3) is not None
+    assert (
+        MinHashVerification(long_threshold=0.99, cjk_long_threshold=None).confirm(b, kept_of(a), 3)
+        is None
+    )
