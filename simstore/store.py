@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc
 from sqlalchemy.engine import Connection, Engine
 
-from simstore import maintenance
+from simstore import handover, maintenance
 from simstore._connections import Connections
 from simstore._finder import LOOKUPS, Finder, Rule
 from simstore._namespace import open_namespace, prepare_schema, warn_about_partitions
@@ -27,6 +27,7 @@ from simstore._writer import Writer
 from simstore.batch import plan_items
 from simstore.encoding import from_signed
 from simstore.errors import BatchFailed, InvalidInput, InvalidType, SimstoreError
+from simstore.handover import LoadReport
 from simstore.ingest import Rejected
 from simstore.ingest import ingest as ingest_records
 from simstore.locking import BAND_LOCK_MAX_RADIUS, lock_for_write
@@ -320,6 +321,13 @@ class SimStore:
         """``add_many`` that loses only the bad records: a failed batch is retried item by item,
         and each record yields its Decision or a ``Rejected`` (``simstore.ingest``)."""
         return ingest_records(self, records, batch_size=batch_size, strict=strict)
+
+    def load(
+        self, rows: Iterable[Any], *, at: datetime | None = None, batch_size: int = 5_000
+    ) -> LoadReport:
+        """Write a batch result (``simstore.spark`` or ``simstore.batch``) in bulk, so online
+        dedup continues from it; keys already stored are skipped (``simstore.handover``)."""
+        return handover.load(self, rows, at=at, batch_size=batch_size)
 
     # --- reading and upkeep --------------------------------------------------------------------
 

@@ -391,9 +391,11 @@ class MinHashVerification(Policy):
         return self.max_replaced is not None and places > self.max_replaced
 
     def describe(self, max_distance: int) -> str:
+        cjk = "" if self.cjk_long_threshold is None else f" ({self.cjk_long_threshold} in CJK)"
+        lookalike = "" if self.max_replaced is None else ", look-alikes apart"
         return (
             f"minhash (>= {self.min_bands} shared band keys; short texts: {self.measure} >= "
-            f"{self.threshold}, long: estimate >= {self.long_threshold})"
+            f"{self.threshold}{lookalike}; long: estimate >= {self.long_threshold}{cjk})"
         )
 
 

@@ -105,3 +105,36 @@ def test_bad_batch_input_is_refused() -> None:
         batch.replay(["a", "b"], [batch.Edge(0, 1, 0, None, None)])
     with pytest.raises(InvalidInput):
         batch.sign(["a"], max_distance=99)
+
+
+def test_a_batch_result_loads_into_a_store_and_its_texts_replay(make_store: StoreFactory) -> None:
+    from simstore.handover import LoadRow
+
+    records = corpus_slice(150, seed=7)
+    texts, keys = [t for _k, t in records], [k for k, _t in records]
+    items = batch.sign(texts, keys=keys)
+    verdicts = batch.dedup(texts, keys=keys)
+    rows = [
+        LoadRow(
+            v.key,
+            v.kept,
+            item.fingerprint,
+            item.text,
+            item.signature,
+            None,
+            v.duplicate_of,
+            v.distance,
+            v.measure,
+            v.score,
+        )
+        for item, v in zip(items, verdicts, strict=True)
+    ]
+    store = make_store()
+    report = store.load(rows, at=AT)
+    assert (report.kept, report.duplicates) == (
+        sum(v.kept for v in verdicts),
+        sum(not v.kept for v in verdicts),
+    )
+    again = list(store.add_many(records, at=AT))  # the corpus once more: every decision replays
+    assert [(d.key, d.inserted) for d in again] == [(v.key, v.kept) for v in verdicts]
+    assert store.stats().kept == report.kept
