@@ -101,6 +101,14 @@ def replacements(a: str, b: str) -> tuple[int, bool]:
     deletions are not substitutions), and whether one text has a number the other lacks while
     the other has a number the first lacks (a number replaced)."""
     left, right = tokens(a), tokens(b)
+    counts_left, counts_right = Counter(left), Counter(right)
+    only_left, only_right = counts_left - counts_right, counts_right - counts_left
+    numbers = any(t.isdigit() for t in only_left) and any(t.isdigit() for t in only_right)
+    unmatched = min(sum(only_left.values()), sum(only_right.values()))
+    if unmatched == 0:  # only insertions, deletions or a new order: nothing stands in
+        return 0, numbers
+    if unmatched == 1 and len(only_left) == len(only_right) == 1:  # one word for another
+        return (0 if _is_typo(list(only_left), list(only_right)) else 1), numbers
     replaced = 0
     matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
     for operation, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -109,5 +117,4 @@ def replacements(a: str, b: str) -> tuple[int, bool]:
             continue
         words = [t for t in old if not _is_cjk(t)], [t for t in new if not _is_cjk(t)]
         replaced += min(len(words[0]), len(words[1])) or 1
-    numbers = Counter(t for t in left if t.isdigit()), Counter(t for t in right if t.isdigit())
-    return replaced, bool(numbers[0] - numbers[1]) and bool(numbers[1] - numbers[0])
+    return replaced, numbers
