@@ -12,6 +12,10 @@ SQLite: a fresh file, sized afterwards with the ``dbstat`` virtual table (every 
 table and index). PostgreSQL (``--url``): a database of its own, created and dropped, sized with
 ``pg_relation_size`` for each table (its heap and its TOAST table) and each index after VACUUM.
 Prints one row per B-tree (or heap) with its bytes and bytes per kept text, then the total.
+
+``--purge``: the texts are added over two days (half each) and, after the sizes are printed,
+``SimStore(keep="1d").purge()`` on day 3 removes day 1 (its kept rows with their MinHash band keys,
+and its decisions); prints the rows purged per second.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import sys
 import tempfile
 import time
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -49,11 +54,18 @@ def texts(count: int, pairs: Path) -> list[str]:
     return chosen[:count]
 
 
+DAY1 = datetime(2026, 3, 1)
+
+
 def fill(url: str, corpus: list[str], batch: int) -> tuple[int, float]:
-    """Add the corpus through ``add_many``; (texts kept, seconds)."""
+    """Add the corpus through ``add_many`` (half on day 1, half on day 2); (texts kept, seconds)."""
     started = time.perf_counter()
+    half = max(len(corpus) // 2, 1)
     with SimStore(url, auto_upgrade=True) as store:
-        items = [(f"t{i}", text) for i, text in enumerate(corpus)]
+        items = [
+            {"key": f"t{i}", "text": text, "at": DAY1 + timedelta(days=i >= half, seconds=i)}
+            for i, text in enumerate(corpus)
+        ]
         kept = sum(decision.inserted for decision in store.add_many(items, batch_size=batch))
     return kept, time.perf_counter() - started
 
@@ -112,6 +124,18 @@ def report(title: str, sizes: list[tuple[str, str, int]], kept: int, added: int)
     print(f"{'total':<24} {'':<44} {total:>12,} {total / kept:>8.0f}")
 
 
+def purge(url: str) -> None:
+    """Purge day 1 on day 3 (keep 1 day) and print the rate."""
+    with SimStore(url, keep="1d") as store:
+        started = time.perf_counter()
+        rows = store.purge(now=DAY1 + timedelta(days=2))
+        seconds = time.perf_counter() - started
+    print(
+        f"purge of day 1: {rows:,} rows (kept rows and decisions) in {seconds:.2f} s, "
+        f"{rows / seconds:,.0f} rows/s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -119,6 +143,7 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--pairs", type=Path, default=PAIRS, help="the quality dataset's pairs")
+    parser.add_argument("--purge", action="store_true", help="then time a purge of day 1")
     parser.add_argument("--url", help="a PostgreSQL server URL (a database of its own is made)")
     args = parser.parse_args()
     corpus = texts(args.texts, args.pairs)
@@ -133,6 +158,8 @@ def main() -> None:
             print(
                 f"file: {path.stat().st_size:,} bytes ({path.stat().st_size / kept:,.0f} per kept)"
             )
+            if args.purge:
+                purge(f"sqlite:///{path}")
         return
     name = f"simstore_footprint_{uuid.uuid4().hex[:8]}"
     admin = sa.create_engine(args.url, isolation_level="AUTOCOMMIT")
@@ -143,6 +170,8 @@ def main() -> None:
         kept, seconds = fill(url, corpus, args.batch)
         print(f"add_many: {seconds:.1f} s, {len(corpus) / seconds:,.0f} texts/s")
         report("PostgreSQL (pg_relation_size)", postgresql_sizes(url), kept, len(corpus))
+        if args.purge:
+            purge(url)
     finally:
         with admin.connect() as conn:
             conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

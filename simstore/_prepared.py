@@ -331,6 +331,21 @@ def band_key_groups(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared
     return _cached(("band_key_groups", count, windowed), dialect, build)
 
 
+BAND_KEY_PRIMARY_KEY = ("band_key", "ns_id", "part", "fp_id")
+
+
+def delete_band_key(dialect: sa.Dialect) -> Prepared:
+    """DELETE of one ``simstore_minhash`` row by its primary key; ``run_rows`` takes
+    (band_key, ns_id, part, fp_id) tuples."""
+
+    def build() -> ClauseElement:
+        return sa.delete(minhash_keys).where(
+            *(minhash_keys.c[name] == sa.bindparam(name) for name in BAND_KEY_PRIMARY_KEY)
+        )
+
+    return _cached(("delete_band_key",), dialect, build)
+
+
 def ids_by_key(dialect: sa.Dialect, count: int) -> Prepared:
     """Id and key of the kept rows of ``count`` keys (parameters ``ns`` and ``k0``..)."""
 

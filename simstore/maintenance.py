@@ -7,22 +7,33 @@ readers and writers go on meanwhile. ``SimStore.purge`` and ``SimStore.remove`` 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from simstore import _prepared as prepared
-from simstore import partitions
+from simstore import minhash, partitions
 from simstore._connections import Connections
 from simstore._finder import chunks
 from simstore.db import translate_errors
 from simstore.locking import lock_for_write
-from simstore.retention import partition_of, window_start
-from simstore.schema import decisions, fingerprints, minhash_keys
+from simstore.retention import EPOCH, partition_of, window_start
+from simstore.schema import decisions, fingerprints
 
 log = logging.getLogger("simstore")
 
 PURGE_BATCH_ROWS = 10_000
+# what ``delete_band_keys`` needs of a kept row
+_SIGNED_ROW = (
+    fingerprints.c.id,
+    fingerprints.c.ns_id,
+    fingerprints.c.part,
+    fingerprints.c.signature,
+)
 
 
 def purge(
@@ -47,74 +58,114 @@ def purge(
         with connections.transaction() as conn:
             layout = partitions.read(conn)
             if layout is not None:
+                _purge_band_keys_before_drop(conn, layout, now)
                 total += partitions.drop_expired(conn, layout, now)
                 partitions.make_ahead(conn, layout, now)
-    _purge_band_keys(connections, ns_id, cutoff)
-    for table in (fingerprints, decisions):
-        while True:
-            with connections.transaction() as conn:
-                ids = [
-                    row[0]
-                    for row in conn.execute(
-                        sa.select(table.c.id)
-                        .where(table.c.ns_id == ns_id, table.c.part < cutoff)
-                        .limit(PURGE_BATCH_ROWS)
-                    )
-                ]
-                if ids:
-                    conn.execute(sa.delete(table).where(table.c.id.in_(ids)))
-            total += len(ids)
-            if len(ids) < PURGE_BATCH_ROWS:
-                break
+    total += _purge_rows(connections, ns_id, cutoff)
+    while True:
+        with connections.transaction() as conn:
+            ids = [
+                row[0]
+                for row in conn.execute(
+                    sa.select(decisions.c.id)
+                    .where(decisions.c.ns_id == ns_id, decisions.c.part < cutoff)
+                    .limit(PURGE_BATCH_ROWS)
+                )
+            ]
+            if ids:
+                conn.execute(sa.delete(decisions).where(decisions.c.id.in_(ids)))
+        total += len(ids)
+        if len(ids) < PURGE_BATCH_ROWS:
+            break
     log.info("purged %d rows older than %s from %s", total, start, namespace)
     return total
 
 
-def _purge_band_keys(connections: Connections, ns_id: int, cutoff: int) -> int:
-    """Delete the MinHash side rows of partitions before ``cutoff``, in bounded batches.
+def _purge_rows(connections: Connections, ns_id: int, cutoff: int) -> int:
+    """Delete the kept rows of partitions before ``cutoff`` with their MinHash band keys, in
+    bounded batches (each batch's band keys and rows in one transaction); rows deleted.
 
-    Rows of one fingerprint lie together in the (part, ns_id, fp_id) index, so a batch is the
-    fingerprints whose rows the first PURGE_BATCH_ROWS index entries name, all rows of each.
+    The band keys are found by primary key: recomputed from each row's stored signature, which
+    is how they were made (``Policy.sign``), so the side table needs no index of its own.
     """
     total = 0
     while True:
         with connections.transaction() as conn:
             found = conn.execute(
-                sa.select(minhash_keys.c.part, minhash_keys.c.fp_id)
-                .where(minhash_keys.c.part < cutoff, minhash_keys.c.ns_id == ns_id)
+                sa.select(*_SIGNED_ROW)
+                .where(fingerprints.c.ns_id == ns_id, fingerprints.c.part < cutoff)
                 .limit(PURGE_BATCH_ROWS)
             ).all()
-            parts = sorted({int(part) for part, _fp_id in found})
-            fp_ids = sorted({int(fp_id) for _part, fp_id in found})
-            for chunk in chunks(fp_ids, prepared.MAX_IN):
-                total += conn.execute(
-                    sa.delete(minhash_keys).where(
-                        minhash_keys.c.part.in_(parts),
-                        minhash_keys.c.ns_id == ns_id,
-                        minhash_keys.c.fp_id.in_(chunk),
-                    )
-                ).rowcount
+            delete_band_keys(conn, found)
+            ids = [int(row[0]) for row in found]
+            for chunk in chunks(ids, prepared.MAX_IN):
+                conn.execute(sa.delete(fingerprints).where(fingerprints.c.id.in_(chunk)))
+        total += len(found)
         if len(found) < PURGE_BATCH_ROWS:
             return total
+
+
+def _purge_band_keys_before_drop(
+    conn: Connection, layout: partitions.Partitioning, now: datetime
+) -> None:
+    """PostgreSQL, partitioned: delete the band keys of the rows whose partitions are about to be
+    dropped (every namespace's: the partitions are shared), while their signatures are there.
+
+    Partitions are aligned to the interval, so those that end at or before now - keep hold
+    exactly the rows added before that moment floored to the interval.
+    """
+    step = int(layout.interval.total_seconds())
+    seconds = int((now - layout.keep - EPOCH).total_seconds())
+    boundary = EPOCH + timedelta(seconds=seconds // step * step)
+    last = None
+    while True:
+        query = (
+            sa.select(*_SIGNED_ROW)
+            .where(fingerprints.c.added_at < boundary, fingerprints.c.signature.is_not(None))
+            .order_by(fingerprints.c.id)
+            .limit(PURGE_BATCH_ROWS)
+        )
+        if last is not None:
+            query = query.where(fingerprints.c.id > last)
+        found = conn.execute(query).all()
+        delete_band_keys(conn, found)
+        if len(found) < PURGE_BATCH_ROWS:
+            return
+        last = int(found[-1][0])
+
+
+def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
+    """Delete the ``simstore_minhash`` rows of kept rows given as (id, ns_id, part, signature).
+
+    Each row's band keys are recomputed from its signature (distinct, as ``Policy.sign`` stores
+    them) and deleted by their full primary key, one executemany on the driver's cursor (a seek
+    each). Rows without a signature have no band keys. Returns the band-key rows asked to go.
+    """
+    signed = [
+        (int(row_id), int(ns), int(part), bytes(signature))
+        for row_id, ns, part, signature in rows
+        if signature is not None and len(signature) == minhash.SIGNATURE_BYTES
+    ]
+    if not signed:
+        return 0
+    keys = minhash.band_keys(np.stack([minhash.from_bytes(row[3]) for row in signed])).tolist()
+    params = [
+        (key, ns, part, row_id)
+        for (row_id, ns, part, _signature), row_keys in zip(signed, keys, strict=True)
+        for key in sorted(set(row_keys))
+    ]
+    prepared.delete_band_key(conn.dialect).run_rows(conn, params)
+    return len(params)
 
 
 def remove(connections: Connections, ns_id: int, key: str) -> bool:
     """Forget ``key`` (its kept row, band keys and decision); True if there was anything."""
     with connections.transaction() as conn:
         lock_for_write(conn, ns_id, None)
-        row = conn.execute(
-            sa.select(fingerprints.c.id, fingerprints.c.part).where(
-                fingerprints.c.ns_id == ns_id, fingerprints.c.key == key
-            )
-        ).first()
-        if row is not None:
-            conn.execute(
-                sa.delete(minhash_keys).where(
-                    minhash_keys.c.part == row.part,
-                    minhash_keys.c.ns_id == ns_id,
-                    minhash_keys.c.fp_id == row.id,
-                )
-            )
+        found = conn.execute(
+            sa.select(*_SIGNED_ROW).where(fingerprints.c.ns_id == ns_id, fingerprints.c.key == key)
+        ).all()
+        delete_band_keys(conn, found)
         removed = conn.execute(
             sa.delete(fingerprints).where(fingerprints.c.ns_id == ns_id, fingerprints.c.key == key)
         ).rowcount

@@ -119,8 +119,9 @@ decisions = sa.Table(
 
 # MinHash-LSH band keys of the fingerprints that have a signature: 24 rows per such fingerprint.
 # The primary key answers "which rows of this namespace and window have band key k" from the index
-# alone (SQLite keeps the table as that index: WITHOUT ROWID); (part, ns_id, fp_id) serves purges
-# and removals. ``part`` repeats the fingerprint row's partition.
+# alone (SQLite keeps the table as that index: WITHOUT ROWID). ``part`` repeats the fingerprint
+# row's partition. There is no other index: purges and removals recompute a row's band keys from
+# its stored signature and delete them by primary key (simstore.maintenance.delete_band_keys).
 minhash_keys = sa.Table(
     "simstore_minhash",
     metadata,
@@ -129,7 +130,6 @@ minhash_keys = sa.Table(
     sa.Column("part", sa.Integer, nullable=False),
     sa.Column("fp_id", sa.BigInteger, nullable=False),
     sa.PrimaryKeyConstraint("band_key", "ns_id", "part", "fp_id", name="pk_simstore_minhash"),
-    sa.Index("ix_simstore_minhash_part", "part", "ns_id", "fp_id"),
     sqlite_with_rowid=False,
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",

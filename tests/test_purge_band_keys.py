@@ -1,0 +1,63 @@
+"""Purge and remove find a row's MinHash band keys by recomputing them from its signature."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+
+from simstore.schema import fingerprints, minhash_keys
+from simstore.store import SimStore
+
+DAY1 = datetime(2026, 3, 1, 12)
+WORDS = [
+    "harbour",
+    "ferry",
+    "timetable",
+    "north",
+    "pier",
+    "boats",
+    "morning",
+    "evening",
+    "river",
+    "bridge",
+    "market",
+]
+
+
+def _text(i: int) -> str:
+    return " ".join(f"{WORDS[(i * 7 + j) % len(WORDS)]}{(i * 31 + j) % 97}" for j in range(30))
+
+
+def _orphans_and_rows(store: SimStore) -> tuple[int, int]:
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.select(sa.func.count()).select_from(minhash_keys)).scalar_one()
+        orphans = conn.execute(
+            sa.select(sa.func.count())
+            .select_from(minhash_keys)
+            .where(~sa.exists().where(fingerprints.c.id == minhash_keys.c.fp_id))
+        ).scalar_one()
+    return int(orphans), int(rows)
+
+
+def test_purge_and_remove_leave_no_band_keys_behind(tmp_path: object) -> None:
+    url = f"sqlite:///{tmp_path}/p.db"
+    with SimStore(url, keep="1d") as store:
+        items = [
+            {"key": f"k{i}", "text": _text(i), "at": DAY1 + timedelta(days=i % 2, minutes=i)}
+            for i in range(60)
+        ]
+        kept = sum(decision.inserted for decision in store.add_many(items, batch_size=7))
+        assert kept == 60
+        _orphans, before = _orphans_and_rows(store)
+        assert before >= 60 * 20
+        assert store.purge(now=DAY1 + timedelta(days=2)) == 60  # 30 rows and 30 decisions
+        orphans, after = _orphans_and_rows(store)
+        assert orphans == 0
+        assert 0 < after < before
+        assert store.remove("k1")
+        orphans, left = _orphans_and_rows(store)
+        assert orphans == 0 and left < after
+        # a day-2 text still matches itself through its band keys after the purge
+        found = store.query(_text(3), now=DAY1 + timedelta(days=1, hours=12))
+        assert [match.key for match in found][:1] == ["k3"]
