@@ -8,6 +8,7 @@ indexed in memory, so an item also sees the items kept before it. Rows are inser
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -87,7 +88,10 @@ class Writer:
                 if item.band_keys:
                     signed.append((item.key, part, item.band_keys))
             log_rows.append(_decision_row(self.ns_id, item.key, fp, moment, part, best))
-            decision = Decision(item.key, item.fingerprint, best is None, best, tuple(matches))
+            recorded = None if best is None else best.key
+            decision = Decision(
+                item.key, item.fingerprint, best is None, best, tuple(matches), False, recorded
+            )
             decided[item.key] = decision
             out.append(decision)
         self._insert(conn, kept_rows, signed, log_rows)
@@ -97,13 +101,13 @@ class Writer:
         self, conn: Connection, item: Item, in_batch: Decision | None, row: DecisionRow | None
     ) -> Decision:
         """A key seen before: its earlier decision, if the fingerprint is the same."""
-        prior = in_batch or self.replay(conn, row, item)
+        prior = self.replay(conn, row, item) if in_batch is None else in_batch
         if prior.fingerprint != item.fingerprint:
             raise KeyConflict(
                 f"key {item.key!r} appears twice with different fingerprints "
                 f"({to_hex(prior.fingerprint)} and {to_hex(item.fingerprint)})"
             )
-        return prior
+        return dataclasses.replace(prior, replayed=True)
 
     def _insert(
         self,
@@ -173,7 +177,7 @@ class Writer:
                 f"now with {to_hex(item.fingerprint)}"
             )
         if row.inserted:
-            return Decision(item.key, stored, True)
+            return Decision(item.key, stored, True, replayed=True)
         kept = conn.execute(
             sa.select(fingerprints.c.fp, fingerprints.c.added_at).where(
                 fingerprints.c.ns_id == self.ns_id, fingerprints.c.key == row.duplicate_of
@@ -185,7 +189,8 @@ class Writer:
             assert row.duplicate_of is not None  # noqa: S101 - a duplicate names its match
             distance = (value ^ stored).bit_count()
             match = Match(row.duplicate_of, value, distance, kept.added_at, row.measure, row.score)
-        return Decision(item.key, stored, False, match, (match,) if match else ())
+        matches = (match,) if match else ()
+        return Decision(item.key, stored, False, match, matches, True, row.duplicate_of)
 
 
 def _kept(item: Item, added_at: datetime) -> Kept:

@@ -31,13 +31,20 @@ class Match:
 
 @dataclass(frozen=True)
 class Decision:
-    """The outcome of one add: kept (``inserted``) or a near-duplicate of ``duplicate_of``."""
+    """The outcome of one add: kept (``inserted``) or a near-duplicate of ``duplicate_of``.
+
+    ``replayed``: the key was added before and this is its recorded decision. ``recorded_as``:
+    the key a duplicate was recorded against, also when that kept text has since been removed or
+    purged (then ``duplicate_of`` is None).
+    """
 
     key: str
     fingerprint: int
     inserted: bool
     duplicate_of: Match | None = None
     matches: tuple[Match, ...] = field(default=())
+    replayed: bool = False
+    recorded_as: str | None = None
 
     @property
     def hex(self) -> str:

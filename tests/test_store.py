@@ -323,3 +323,18 @@ def test_ingest_loses_only_the_bad_records(make_store: StoreFactory) -> None:
     assert [o.key for o in outcomes] == ["a", "b", "c"]
     assert isinstance(outcomes[1], Rejected) and "b" in str(outcomes[1])  # a key conflict
     assert store.get("a") is not None and store.get("c") is not None
+
+
+def test_a_replay_says_so_and_names_the_removed_key_it_was_recorded_against(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    first = store.add("the harbour ferry leaves at noon on sundays", key="a")
+    copy = store.add("the harbour ferry leaves at noon on sundays!", key="b")
+    assert not first.replayed and not copy.replayed and copy.recorded_as == "a"
+    again = store.add("the harbour ferry leaves at noon on sundays!", key="b")
+    assert again.replayed and again.duplicate_of is not None and again.duplicate_of.key == "a"
+    assert store.remove("a")
+    recorded = store.get("b")
+    assert recorded is not None and recorded.replayed
+    assert recorded.duplicate_of is None and recorded.recorded_as == "a"  # the truth, not None

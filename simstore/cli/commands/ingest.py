@@ -37,6 +37,7 @@ class Tally:
     kept: int = 0
     duplicates: int = 0
     skipped: int = 0
+    replayed: int = 0  # of the kept and duplicates: keys added before, their decision replayed
     seconds: float = 0.0
     stopped_at: Rejected | None = None
     stop_error: InvalidInput | None = None
@@ -51,6 +52,7 @@ class Tally:
             "kept": self.kept,
             "duplicates": self.duplicates,
             "skipped": self.skipped,
+            "replayed": self.replayed,
         }
 
     @property
@@ -83,6 +85,7 @@ def _count(
         tally.kept += 1
     else:
         tally.duplicates += 1
+    tally.replayed += outcome.replayed
     if isinstance(record, Record):
         on_decision(record, outcome)
     return None
@@ -146,6 +149,7 @@ def _summary(
         "kept": tally.kept,
         "duplicates": tally.duplicates,
         "skipped": tally.skipped,
+        "replayed": tally.replayed,
         "seconds": round(tally.seconds, 3),
         "rate": round(tally.rate, 1),
         "stopped_at": None if tally.stopped_at is None else str(tally.stopped_at),
