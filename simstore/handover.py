@@ -144,8 +144,11 @@ def _check_row(raw: object) -> LoadRow:
     if row.kept:
         keys: tuple[int, ...] = ()
         if signature is not None:
-            given = row.band_keys
-            keys = band_keys_of(signature) if given is None else tuple(sorted(set(given)))
+            # the signature's own keys: purge and remove recompute them from it, so other keys
+            # would stay behind for ever
+            keys = band_keys_of(signature)
+            if row.band_keys is not None and tuple(sorted(set(row.band_keys))) != keys:
+                raise InvalidInput(f"key {key!r}: band_keys are not its signature's band keys")
         return row._replace(key=key, signature=signature, band_keys=keys, duplicate_of=None)
     if row.duplicate_of is None or row.distance is None:
         raise InvalidInput(f"key {key!r} is a duplicate: it needs duplicate_of and distance")

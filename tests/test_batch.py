@@ -138,3 +138,16 @@ def test_a_batch_result_loads_into_a_store_and_its_texts_replay(make_store: Stor
     again = list(store.add_many(records, at=AT))  # the corpus once more: every decision replays
     assert [(d.key, d.inserted) for d in again] == [(v.key, v.kept) for v in verdicts]
     assert store.stats().kept == report.kept
+
+
+def test_a_load_refuses_band_keys_that_are_not_its_signatures(make_store: StoreFactory) -> None:
+    from simstore.handover import LoadRow
+
+    item = batch.sign(["a text that is kept with its own signature"])[0]
+    store = make_store()
+    wrong = LoadRow("k", True, item.fingerprint, item.text, item.signature, (1, 2, 3))
+    with pytest.raises(InvalidInput, match="band_keys"):
+        store.load([wrong], at=AT)
+    assert store.get("k") is None  # nothing written
+    right = LoadRow("k", True, item.fingerprint, item.text, item.signature, item.band_keys)
+    assert store.load([right], at=AT).kept == 1
