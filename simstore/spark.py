@@ -46,8 +46,9 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -63,15 +64,17 @@ except ImportError as _error:  # pragma: no cover - exercised without the extra
 import numpy as np
 import sqlalchemy as sa
 
-from simstore import batch, handover
-from simstore.encoding import from_signed, to_signed
+from simstore import _spark_executor as executor
+from simstore import handover
+from simstore._spark_executor import ITEM_FIELDS
+from simstore._spark_executor import SIGN_CHUNK as SIGN_CHUNK  # simstore.spark.SIGN_CHUNK
+from simstore.encoding import from_signed
 from simstore.errors import InvalidInput, InvalidType, SimstoreError
 from simstore.presets import Preset, get_preset
-from simstore.probes import band_values
 from simstore.retention import EPOCH, partition_of, utc_naive, window_start
 from simstore.schema import fingerprints
 from simstore.validate import check_int, check_radius
-from simstore.verify import DEFAULT_POLICY, Item, Kept, Policy, check_policy
+from simstore.verify import DEFAULT_POLICY, Policy, check_policy
 
 if TYPE_CHECKING:
     from simstore.store import SimStore
@@ -83,313 +86,21 @@ log = logging.getLogger("simstore")
 STAGES = ("sign", "collapse", "candidates", "confirm", "components", "replay")
 RESULT_COLUMNS = ("key", "kept", "duplicate_of", "distance", "measure", "score")
 ITEM_COLUMNS = ("order", "fingerprint", "text", "signature", "band_keys")  # with_items=True
-SIGN_CHUNK = 2_000  # texts signed together (one numpy pass)
 DRIVER_EDGES = 20_000_000  # up to this many confirmed edges, components are found on the driver
 
-_ITEM_SCHEMA = pa.schema(
-    [
-        ("order", pa.int64()),
-        ("key", pa.string()),
-        ("fp", pa.int64()),
-        ("b0", pa.int32()),
-        ("b1", pa.int32()),
-        ("b2", pa.int32()),
-        ("b3", pa.int32()),
-        ("radius", pa.int32()),
-        ("threshold", pa.float64()),
-        ("text", pa.string()),
-        ("signature", pa.binary()),
-        ("band_keys", pa.list_(pa.int64())),
-        ("planned", pa.bool_()),
-        ("prior", pa.bool_()),
-        ("moment", pa.int64()),  # microseconds since the epoch: added_at of a store's kept row
-    ]
-)
 _ITEM_DDL = (
     "order long, key string, fp long, b0 int, b1 int, b2 int, b3 int, radius int, "
     "threshold double, text string, signature binary, band_keys array<long>, planned boolean, "
     "prior boolean, moment long"
 )
-_ITEM_FIELDS = ("key", "fp", "radius", "threshold", "text", "signature", "band_keys", "planned")
 _CLASS_COLUMNS = ("fp", "radius", "threshold", "text", "signature", "planned", "twin")
 _SELF_DDL = "rep long, self_ok boolean, self_distance int, self_measure string, self_score double"
 _EDGE_DDL = "new long, old long, distance int, measure string, score double"
-_EDGE_SCHEMA = pa.schema(
-    [
-        ("new", pa.int64()),
-        ("old", pa.int64()),
-        ("distance", pa.int32()),
-        ("measure", pa.string()),
-        ("score", pa.float64()),
-    ]
-)
 _PROBE_DDL = "node long, band int, value int"
 _VERDICT_DDL = (
     "order long, key string, kept boolean, duplicate_of string, distance int, measure string, "
     "score double"
 )
-_VERDICT_SCHEMA = pa.schema(
-    [
-        ("order", pa.int64()),
-        ("key", pa.string()),
-        ("kept", pa.bool_()),
-        ("duplicate_of", pa.string()),
-        ("distance", pa.int32()),
-        ("measure", pa.string()),
-        ("score", pa.float64()),
-    ]
-)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-# --- executor side: the batch API over Arrow batches ------------------------------------------
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - EPOCH) // _MICROSECOND
-
-
-def _moment(micros: int) -> datetime:
-    return EPOCH + micros * _MICROSECOND
-
-
-def _items_batch(
-    orders: Sequence[int], items: Sequence[Item], prior: bool, moments: Sequence[int]
-) -> pa.RecordBatch:
-    """Items as an Arrow batch of ``_ITEM_SCHEMA`` (fingerprints signed, like the store's)."""
-    columns: list[Any] = [
-        list(orders),
-        [item.key for item in items],
-        [to_signed(item.fingerprint) for item in items],
-        *([item.own_bands[band] for item in items] for band in range(4)),
-        [item.radius for item in items],
-        [item.threshold for item in items],
-        [item.text for item in items],
-        [item.signature for item in items],
-        [list(item.band_keys) for item in items],
-        [item.planned for item in items],
-        [prior] * len(items),
-        list(moments),
-    ]
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array(values, type=field.type)
-            for values, field in zip(columns, _ITEM_SCHEMA, strict=True)
-        ],
-        schema=_ITEM_SCHEMA,
-    )
-
-
-def _sign_chunk(
-    keys: list[Any], texts: list[Any], preset: Preset, policy: Policy, max_distance: int
-) -> list[Item]:
-    """``batch.sign``; a bad text is reported with its key (the executor's error reaches the
-    driver as text, and ``dedup`` turns it back into a simstore error)."""
-    try:
-        return batch.sign(texts, keys=keys, preset=preset, policy=policy, max_distance=max_distance)
-    except SimstoreError:
-        for key, text in zip(keys, texts, strict=True):
-            try:
-                batch.sign([text], keys=[key], preset=preset, policy=policy)
-            except SimstoreError as error:
-                raise InvalidInput(f"simstore.spark: key {key!r}: {error}") from None
-        raise
-
-
-def _sign(
-    batches: Iterable[pa.RecordBatch],
-    preset: Preset,
-    policy: Policy,
-    max_distance: int,
-    moment: int,
-) -> Iterator[pa.RecordBatch]:
-    for record in batches:
-        orders = record.column("order").to_pylist()
-        keys = record.column("key").to_pylist()
-        texts = record.column("text").to_pylist()
-        for first in range(0, len(orders), SIGN_CHUNK):
-            last = first + SIGN_CHUNK
-            items = _sign_chunk(keys[first:last], texts[first:last], preset, policy, max_distance)
-            yield _items_batch(orders[first:last], items, False, [moment] * len(items))
-
-
-def _item(
-    key: str,
-    fp: int,
-    radius: int,
-    threshold: float | None,
-    text: str | None,
-    signature: bytes | None,
-    band_keys: Sequence[int] | None,
-    planned: bool,
-) -> Item:
-    """The Item a row stands for (as ``batch.sign`` made it; features are not needed any more)."""
-    return Item(
-        key,
-        from_signed(fp),
-        None,
-        radius,
-        text=text,
-        threshold=threshold,
-        signature=signature,
-        band_keys=tuple(band_keys or ()),
-        planned=planned,
-    )
-
-
-def _kept(item: Item) -> Kept:
-    return Kept(item.key, item.fingerprint, EPOCH, item.text, item.signature)
-
-
-def _self_confirm(
-    batches: Iterable[pa.RecordBatch], policy: Policy, max_distance: int
-) -> Iterator[pa.RecordBatch]:
-    """Whether each class's item is a confirmed near-duplicate of itself (and how)."""
-    for record in batches:
-        rows = record.to_pydict()
-        items = [
-            _item(*values) for values in zip(*(rows[name] for name in _ITEM_FIELDS), strict=True)
-        ]
-        candidate = [policy.is_candidate(item, item, len(item.band_keys)) for item in items]
-        wanted = [item for item, ok in zip(items, candidate, strict=True) if ok]
-        found = iter(policy.confirm_many(wanted, [_kept(item) for item in wanted], max_distance))
-        matches = [next(found) if ok else None for ok in candidate]
-        yield pa.RecordBatch.from_pydict(
-            {
-                "rep": rows["order"],
-                "self_ok": [match is not None for match in matches],
-                "self_distance": [None if m is None else m.distance for m in matches],
-                "self_measure": [None if m is None else m.measure for m in matches],
-                "self_score": [None if m is None else m.score for m in matches],
-            },
-            schema=pa.schema(
-                [
-                    ("rep", pa.int64()),
-                    ("self_ok", pa.bool_()),
-                    ("self_distance", pa.int32()),
-                    ("self_measure", pa.string()),
-                    ("self_score", pa.float64()),
-                ]
-            ),
-        )
-
-
-def _probes(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(node, band, value) for every band value a node's SimHash lookup probes (its radius)."""
-    for record in batches:
-        nodes, probed, values = [], [], []
-        for node, fp, radius in zip(
-            record.column("order").to_pylist(),
-            record.column("fp").to_pylist(),
-            record.column("radius").to_pylist(),
-            strict=True,
-        ):
-            for band, wanted in band_values(from_signed(fp), radius).items():
-                for value in wanted:
-                    nodes.append(node)
-                    probed.append(band)
-                    values.append(value)
-        yield pa.RecordBatch.from_pydict(
-            {"node": nodes, "band": probed, "value": values},
-            schema=pa.schema([("node", pa.int64()), ("band", pa.int32()), ("value", pa.int32())]),
-        )
-
-
-def _confirm(
-    batches: Iterable[pa.RecordBatch], policy: Policy, max_distance: int
-) -> Iterator[pa.RecordBatch]:
-    """The candidate pairs (new, old) that ``policy`` admits and confirms, as edges."""
-    new_fields = [f"n_{name}" for name in _ITEM_FIELDS]
-    old_fields = [f"o_{name}" for name in _ITEM_FIELDS]
-    for record in batches:
-        rows = record.to_pydict()
-        cache: dict[int, Item] = {}  # a node's Item is built once per batch
-
-        news: list[Item] = []
-        olds: list[Item] = []
-        pairs: list[tuple[int, int]] = []
-        for new, old, shared, new_values, old_values in zip(
-            rows["new"],
-            rows["old"],
-            rows["shared"],
-            zip(*(rows[name] for name in new_fields), strict=True),
-            zip(*(rows[name] for name in old_fields), strict=True),
-            strict=True,
-        ):
-            new_item = cache.get(new) or cache.setdefault(new, _item(*new_values))
-            old_item = cache.get(old) or cache.setdefault(old, _item(*old_values))
-            if policy.is_candidate(new_item, old_item, shared):
-                news.append(new_item)
-                olds.append(old_item)
-                pairs.append((new, old))
-        matches = policy.confirm_many(news, [_kept(item) for item in olds], max_distance)
-        confirmed = [
-            (new, old, m.distance, m.measure, m.score)
-            for (new, old), m in zip(pairs, matches, strict=True)
-            if m is not None
-        ]
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.array([row[i] for row in confirmed], type=f.type)
-                for i, f in enumerate(_EDGE_SCHEMA)
-            ],
-            schema=_EDGE_SCHEMA,
-        )
-
-
-def _replay(nodes: pa.Table, edges: pa.Table) -> pa.Table:
-    """One component in input order: ``batch.replay`` over its nodes, with each class's edges
-    given to every member that comes after the other end (see the module docstring)."""
-    rows = nodes.to_pydict()
-    count = len(rows["order"])
-    entries = sorted(range(count), key=rows["order"].__getitem__)
-    position = {rows["order"][entry]: i for i, entry in enumerate(entries)}
-    outgoing: dict[int, list[tuple[int, int, str | None, float | None]]] = {}
-    for new, old, distance, measure, score in zip(
-        *(
-            edges.column(name).to_pylist()
-            for name in ("new", "old", "distance", "measure", "score")
-        ),
-        strict=True,
-    ):
-        outgoing.setdefault(new, []).append((old, distance, measure, score))
-    replay_edges: list[batch.Edge] = []
-    for i, entry in enumerate(entries):
-        node = rows["node"][entry]
-        for old, distance, measure, score in outgoing.get(node, ()):
-            j = position[old]
-            if j < i:
-                replay_edges.append(batch.Edge(i, j, distance, measure, score))
-        if rows["follower"][entry]:
-            replay_edges.append(
-                batch.Edge(
-                    i,
-                    position[node],
-                    rows["self_distance"][entry],
-                    rows["self_measure"][entry],
-                    rows["self_score"][entry],
-                )
-            )
-    keys = [rows["key"][entry] for entry in entries]
-    moments = [_moment(rows["moment"][entry]) for entry in entries]
-    verdicts = batch.replay(keys, replay_edges, moments=moments)
-    wanted = [i for i, entry in enumerate(entries) if not rows["prior"][entry]]
-    columns: list[list[Any]] = [
-        [rows["order"][entries[i]] for i in wanted],
-        [verdicts[i].key for i in wanted],
-        [verdicts[i].kept for i in wanted],
-        [verdicts[i].duplicate_of for i in wanted],
-        [verdicts[i].distance for i in wanted],
-        [verdicts[i].measure for i in wanted],
-        [verdicts[i].score for i in wanted],
-    ]
-    return pa.Table.from_arrays(
-        [pa.array(values, type=f.type) for values, f in zip(columns, _VERDICT_SCHEMA, strict=True)],
-        schema=_VERDICT_SCHEMA,
-    )
-
-
-# --- driver side ---------------------------------------------------------------------------------
 
 
 def driver_components(
@@ -488,7 +199,7 @@ def _exported(
                 int(fp),
                 text,
                 None if signature is None else bytes(signature),
-                _micros(utc_naive(added_at)),
+                executor.micros(utc_naive(added_at)),
             )
             for key, fp, text, signature, added_at in conn.execute(statement)
         ]
@@ -506,9 +217,11 @@ def _prior_items(
     for key, fp, text, signature, _added in rows:
         keys = handover.band_keys_of(signature) if signature is not None else ()
         # a kept row is only ever the old side: its radius and threshold are never read
-        items.append(_item(key, fp, 0, None, text, signature, keys, signature is not None))
+        items.append(
+            executor.make_item(key, fp, 0, None, text, signature, keys, signature is not None)
+        )
     orders = range(first_order - len(rows), first_order)
-    record = _items_batch(list(orders), items, True, [row[4] for row in rows])
+    record = executor.items_batch(list(orders), items, True, [row[4] for row in rows])
     return spark.createDataFrame(pa.Table.from_batches([record]), schema=_ITEM_DDL)
 
 
@@ -579,6 +292,31 @@ class _Stages:
         return persisted
 
 
+@dataclass(frozen=True)
+class _Recipe:
+    """What decides: the preset, the policy, the SimHash radius and the moment of every add."""
+
+    preset: Preset
+    policy: Policy
+    radius: int
+    moment: datetime
+
+
+def _recipe(
+    store: SimStore | None,
+    preset: str | Preset,
+    policy: Policy | None,
+    max_distance: int,
+    at: datetime | None,
+) -> _Recipe:
+    if store is not None:
+        return _Recipe(store.preset, store.policy, store.max_distance, utc_naive(at))
+    chosen_preset = get_preset(preset)
+    chosen_policy = DEFAULT_POLICY if policy is None else check_policy(policy)
+    radius = check_radius(max_distance)
+    return _Recipe(chosen_preset, chosen_policy, radius, EPOCH if at is None else utc_naive(at))
+
+
 def dedup(
     df: DataFrame,
     *,
@@ -610,35 +348,55 @@ def dedup(
     ``driver_edges`` bounds the confirmed edges whose components are found on the driver;
     ``timings``, when given, gets each stage's wall seconds (each stage then runs on its own).
     """
-    spark = df.sparkSession
-    if store is not None:
-        chosen_preset: Preset = store.preset
-        chosen_policy = store.policy
-        radius = store.max_distance
-        moment = utc_naive(at)
-    else:
-        chosen_preset = get_preset(preset)
-        chosen_policy = DEFAULT_POLICY if policy is None else check_policy(policy)
-        radius = check_radius(max_distance)
-        moment = EPOCH if at is None else utc_naive(at)
+    recipe = _recipe(store, preset, policy, max_distance, at)
     check_int("driver_edges", driver_edges, lowest=0)
-    stages = _Stages(spark, timings)
+    stages = _Stages(df.sparkSession, timings)
     rows = _check_input(df, key, text, order)
     if check:
         stages.run("sign", lambda: _validate(rows))
+    items = _sign_stage(stages, rows, recipe, store)
+    nodes = _collapse_stage(stages, items, recipe)
+    reps = nodes.filter(~F.col("follower"))
+    pairs = _candidates_stage(stages, reps)
+    edges = _confirm_stage(stages, reps, pairs, recipe)
+    labels = stages.run("components", lambda: _components(stages.spark, edges, driver_edges))
+    labels = stages.materialise("components", labels)
+    result = _replay_stage(nodes, edges, labels)
+    if with_items:
+        extra = items.filter(~F.col("prior")).select(
+            "order", F.col("fp").alias("fingerprint"), "text", "signature", "band_keys"
+        )
+        result = result.join(extra, "order").select(*RESULT_COLUMNS, *ITEM_COLUMNS)
+    else:
+        result = result.select(*RESULT_COLUMNS)
+    if timings is not None:
+        result = stages.materialise("replay", result)
+    return result
 
-    # 1. sign
-    signer = _sign_batches(chosen_preset, chosen_policy, radius, _micros(moment))
+
+def _sign_stage(
+    stages: _Stages, rows: DataFrame, recipe: _Recipe, store: SimStore | None
+) -> DataFrame:
+    """1. sign: the items of ``rows``, after the store's kept rows as priors when given one."""
+    signer = executor.sign_batches(
+        recipe.preset, recipe.policy, recipe.radius, executor.micros(recipe.moment)
+    )
     items = rows.mapInArrow(signer, _ITEM_DDL)
     if store is not None:
         first = stages.run("sign", lambda: rows.agg(F.min("order")).collect()[0][0])
-        prior = _prior_items(spark, store, moment, 0 if first is None else int(first))
+        prior = _prior_items(stages.spark, store, recipe.moment, 0 if first is None else int(first))
         if prior is not None:
             items = items.unionByName(prior)
-    if timings is not None:
+    if stages.timings is not None:
         items = stages.materialise("sign", items)
+    return items
 
-    # 2. collapse identical items into classes (priors never collapse: each is its own)
+
+def _collapse_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> DataFrame:
+    """2. collapse identical items into classes (priors never collapse: each is its own).
+
+    Every item gets its ``node`` (its class's representative, or itself), ``follower`` (a later
+    member of a collapsed class) and ``reach`` (the class's last order)."""
     twin = F.when(F.col("prior"), F.col("order")).otherwise(F.lit(-1))
     window = Window.partitionBy(*_CLASS_COLUMNS)
     classed = (
@@ -650,7 +408,7 @@ def dedup(
         .drop("twin")
     )
     classed = stages.materialise("collapse", classed)
-    checker = _self_batches(chosen_policy, radius)
+    checker = executor.self_batches(recipe.policy, recipe.radius)
     selves = classed.filter((F.col("size") > 1) & (F.col("order") == F.col("rep")))
     selves = selves.mapInArrow(checker, _SELF_DDL)
     nodes = classed.join(selves, "rep", "left")
@@ -661,10 +419,11 @@ def dedup(
         (collapsed & (F.col("order") != F.col("rep"))).alias("follower"),
         F.when(collapsed, F.col("last")).otherwise(F.col("order")).alias("reach"),
     )
-    nodes = stages.materialise("collapse", nodes)
-    reps = nodes.filter(~F.col("follower"))
+    return stages.materialise("collapse", nodes)
 
-    # 3. candidates: shared band keys (count), and SimHash probes when an item is unsigned
+
+def _candidates_stage(stages: _Stages, reps: DataFrame) -> DataFrame:
+    """3. candidates: shared band keys (count), and SimHash probes when an item is unsigned."""
     keyed = reps.filter(F.size("band_keys") > 0).select(
         F.col("order").alias("node"), "reach", "prior", F.explode("band_keys").alias("bk")
     )
@@ -701,24 +460,27 @@ def dedup(
             lambda: keyed.groupBy("bk").count().agg(F.max("count")).collect()[0][0],
         )
         log.info("simstore.spark: the largest band-key bucket holds %s texts", largest)
+    return pairs
 
-    # 4. confirm
-    sides = reps.select(F.col("order").alias("node"), *_ITEM_FIELDS)
+
+def _confirm_stage(
+    stages: _Stages, reps: DataFrame, pairs: DataFrame, recipe: _Recipe
+) -> DataFrame:
+    """4. confirm: the candidate pairs ``recipe.policy`` confirms, as (new, old, ...) edges."""
+    sides = reps.select(F.col("order").alias("node"), *ITEM_FIELDS)
     new_side = sides.select(
-        F.col("node").alias("new"), *(F.col(n).alias(f"n_{n}") for n in _ITEM_FIELDS)
+        F.col("node").alias("new"), *(F.col(n).alias(f"n_{n}") for n in ITEM_FIELDS)
     )
     old_side = sides.select(
-        F.col("node").alias("old"), *(F.col(n).alias(f"o_{n}") for n in _ITEM_FIELDS)
+        F.col("node").alias("old"), *(F.col(n).alias(f"o_{n}") for n in ITEM_FIELDS)
     )
     joined = pairs.join(new_side, "new").join(old_side, "old")
-    confirmer = _confirm_batches(chosen_policy, radius)
-    edges = stages.materialise("confirm", joined.mapInArrow(confirmer, _EDGE_DDL))
+    confirmer = executor.confirm_batches(recipe.policy, recipe.radius)
+    return stages.materialise("confirm", joined.mapInArrow(confirmer, _EDGE_DDL))
 
-    # 5. components
-    labels = stages.run("components", lambda: _components(spark, edges, driver_edges))
-    labels = stages.materialise("components", labels)
 
-    # 6. replay per component; texts in no edge need none
+def _replay_stage(nodes: DataFrame, edges: DataFrame, labels: DataFrame) -> DataFrame:
+    """6. replay per component; texts in no edge need none. The verdicts of the new rows."""
     member = nodes.select(
         "order", "key", "node", "follower", "prior", "moment",
         "self_distance", "self_measure", "self_score",
@@ -726,7 +488,7 @@ def dedup(
     grouped_nodes = member.join(labels, "node").groupBy("comp")
     edge_labels = labels.select(F.col("node").alias("new"), F.col("comp").alias("edge_comp"))
     grouped_edges = edges.join(edge_labels, "new").groupBy("edge_comp")
-    replayed = grouped_nodes.cogroup(grouped_edges).applyInArrow(_replay, _VERDICT_DDL)
+    replayed = grouped_nodes.cogroup(grouped_edges).applyInArrow(executor.replay, _VERDICT_DDL)
     alone = member.join(labels, "node", "left_anti").filter(~F.col("prior"))
     rep_keys = nodes.select("order", "rep_key")
     decided_alone = alone.join(rep_keys, "order").select(
@@ -738,24 +500,16 @@ def dedup(
         F.when(F.col("follower"), F.col("self_measure")).alias("measure"),
         F.when(F.col("follower"), F.col("self_score")).alias("score"),
     )
-    result = replayed.unionByName(decided_alone)
-    if with_items:
-        extra = items.filter(~F.col("prior")).select(
-            "order", F.col("fp").alias("fingerprint"), "text", "signature", "band_keys"
-        )
-        result = result.join(extra, "order").select(*RESULT_COLUMNS, *ITEM_COLUMNS)
-    else:
-        result = result.select(*RESULT_COLUMNS)
-    if timings is not None:
-        result = stages.materialise("replay", result)
-    return result
+    return replayed.unionByName(decided_alone)
 
 
 def _simhash_pairs(reps: DataFrame) -> DataFrame:
     """Directed (new, old, shared=0) pairs whose fingerprints a SimHash lookup of ``new`` at its
     radius finds (the store's probe sets), in both directions where a follower needs them."""
     probes = (
-        reps.filter(~F.col("prior")).select("order", "fp", "radius").mapInArrow(_probes, _PROBE_DDL)
+        reps.filter(~F.col("prior"))
+        .select("order", "fp", "radius")
+        .mapInArrow(executor.probes, _PROBE_DDL)
     )
     own = (
         reps.select(
@@ -778,33 +532,6 @@ def _simhash_pairs(reps: DataFrame) -> DataFrame:
         F.col("held").alias("old"),
         F.lit(0).cast("long").alias("shared"),
     ).distinct()
-
-
-def _sign_batches(
-    preset: Preset, policy: Policy, max_distance: int, moment: int
-) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
-        return _sign(batches, preset, policy, max_distance, moment)
-
-    return run
-
-
-def _self_batches(
-    policy: Policy, max_distance: int
-) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
-        return _self_confirm(batches, policy, max_distance)
-
-    return run
-
-
-def _confirm_batches(
-    policy: Policy, max_distance: int
-) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
-        return _confirm(batches, policy, max_distance)
-
-    return run
 
 
 def load(

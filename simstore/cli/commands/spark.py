@@ -57,6 +57,37 @@ def _write(frame: DataFrame, path: str, kind: str) -> None:
         writer.parquet(path)
 
 
+def _start(master: str, debug: bool) -> SparkSession:
+    """A session for the command (Spark's logging and progress bar only with --debug)."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName("simstore spark dedup")
+    session = builder.config("spark.ui.showConsoleProgress", str(debug).lower())
+    started = session.getOrCreate()
+    started.sparkContext.setLogLevel("INFO" if debug else "ERROR")
+    return started
+
+
+def _write_decided(
+    frame: DataFrame, result: DataFrame, key: str, out: str, dups: str | None, kind: str
+) -> None:
+    """The kept records of ``frame`` to ``out`` (its own columns); the duplicates' decisions to
+    ``dups`` when given."""
+    from pyspark.sql import functions as F
+
+    decided = frame.join(result.withColumnRenamed("key", key), key)
+    _write(
+        decided.filter(F.col("kept")).select(*frame.columns).drop("__simstore_order"),
+        out,
+        kind,
+    )
+    if dups:
+        duplicates = decided.filter(~F.col("kept")).select(
+            key, "duplicate_of", "distance", "measure", "score"
+        )
+        _write(duplicates, dups, "csv" if kind == "csv" else "jsonl")
+
+
 @spark.command("dedup")
 @click.argument("source", metavar="IN")
 @click.option("--out", "out", required=True, metavar="DIR", help="Where the kept records go.")
@@ -95,10 +126,7 @@ def dedup_command(
 
     chosen = _format_of(source, kind)
     ours = SparkSession.getActiveSession() is None  # a caller's session is left running
-    builder = SparkSession.builder.master(master).appName("simstore spark dedup")
-    session = builder.config("spark.ui.showConsoleProgress", str(settings.debug).lower())
-    started = session.getOrCreate()
-    started.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
+    started = _start(master, settings.debug)
     try:
         frame = _read(started, source, chosen)
         column = order or "__simstore_order"
@@ -112,17 +140,7 @@ def dedup_command(
             preset=settings.preset or "default",
             policy=policy_from(settings.policy, threshold=settings.threshold),
         ).persist()
-        decided = frame.join(result.withColumnRenamed("key", key), key)
-        _write(
-            decided.filter(F.col("kept")).select(*frame.columns).drop("__simstore_order"),
-            out,
-            chosen,
-        )
-        if dups:
-            duplicates = decided.filter(~F.col("kept")).select(
-                key, "duplicate_of", "distance", "measure", "score"
-            )
-            _write(duplicates, dups, "csv" if chosen == "csv" else "jsonl")
+        _write_decided(frame, result, key, out, dups, chosen)
         counts = result.groupBy("kept").count().collect()
         tally = {bool(row["kept"]): int(row["count"]) for row in counts}
     finally:
