@@ -195,7 +195,7 @@ class Finder:
         near_ids = self._near(items, stored)
         by_keys: list[set[int]] = [set() for _ in items]
         if any(item.band_keys for item in items):
-            by_keys = self._lsh_candidates(conn, items, params, rule.policy.min_bands)
+            by_keys = self._lsh_candidates(conn, items, params, rule.policy)
         details = self._row_details(conn, set().union(*near_ids, *by_keys))
         return [
             self._matches(item, moment, near, keyed, details, rule)
@@ -230,7 +230,7 @@ class Finder:
             }
         keyed = set()
         if item.band_keys:
-            keyed = self._key_groups(conn, item, params, rule.policy.min_bands)
+            keyed = self._key_groups(conn, item, params, rule.policy.min_shared(item))
         if not (near or keyed):
             return []
         details = self._row_details(conn, near | keyed)
@@ -271,9 +271,10 @@ class Finder:
         return {int(row[0]) for row in rows}
 
     def _lsh_candidates(
-        self, conn: Connection, items: Sequence[Item], params: Mapping[str, Any], least: int
+        self, conn: Connection, items: Sequence[Item], params: Mapping[str, Any], policy: Policy
     ) -> list[set[int]]:
-        """For each item of a batch, the rows sharing at least ``least`` of its band keys."""
+        """For each item of a batch, the rows sharing enough of its band keys
+        (``Policy.min_shared``)."""
         wanted = sorted({key for item in items for key in item.band_keys})
         holders: dict[int, list[int]] = {}
         for chunk in chunks(wanted, prepared.MAX_IN):
@@ -284,6 +285,7 @@ class Finder:
         found = []
         for item in items:
             shared = Counter(row_id for key in item.band_keys for row_id in holders.get(key, ()))
+            least = policy.min_shared(item)
             found.append({row_id for row_id, count in shared.items() if count >= least})
         return found
 

@@ -125,10 +125,14 @@ class Policy(ABC):
         not when both are signed, since two signed texts are candidates by their band keys only."""
         return not (item.band_keys and signature is not None)
 
+    def min_shared(self, item: Item) -> int:
+        """How many band keys a kept text must share with ``item`` to be its candidate."""
+        return self.min_bands
+
     def is_candidate(self, item: Item, kept: Item, shared_band_keys: int) -> bool:
         """Whether an earlier ``kept`` item is a candidate of ``item`` (the store's rule, for
         candidates found without the database: ``simstore.batch``, in-batch items)."""
-        if item.band_keys and kept.band_keys and shared_band_keys >= self.min_bands:
+        if item.band_keys and kept.band_keys and shared_band_keys >= self.min_shared(item):
             return True
         distance = (item.fingerprint ^ kept.fingerprint).bit_count()
         return distance <= item.radius and self.by_radius(item, kept.signature)
@@ -275,7 +279,10 @@ class MinHashVerification(Policy):
     # the same for a text mostly in Chinese or Japanese (None: long_threshold): a character
     # 5-gram spans two or three words there, so an edit of the same size costs more grams
     cjk_long_threshold: float | None = 0.65
-    min_bands: int = 1
+    min_bands: int = 2
+    # a short text (decided by 3-grams, whose Jaccard runs above the 5-grams' the keys are made
+    # of) needs one shared key: two would miss half of its near-duplicates at the threshold
+    short_min_bands: int = 1
     # short texts: a look-alike of one template (other names, products, places swapped in) is
     # not a duplicate. More places where other words stand in for the kept text's words than
     # this (typos, insertions and deletions do not count) make a look-alike; None: no such check.
@@ -291,6 +298,7 @@ class MinHashVerification(Policy):
             check_fraction(name, getattr(self, name))
         check_int("short_length", self.short_length, lowest=0)
         check_int("min_bands", self.min_bands, lowest=1)
+        check_int("short_min_bands", self.short_min_bands, lowest=1)
         check_int("max_replaced", self.max_replaced, lowest=0, optional=True)
         for name in ("numbers_matter", "strip_markup", "strip_social", "fold_traditional"):
             if not isinstance(getattr(self, name), bool):
@@ -381,6 +389,11 @@ class MinHashVerification(Policy):
             kept.key, kept.fingerprint, distance, kept.added_at, self.measure, round(score, 6)
         )
 
+    def min_shared(self, item: Item) -> int:
+        """One shared band key for a short text, ``min_bands`` for a long one (whose estimate
+        must reach 0.65-0.75 anyway: at 0.75 two keys of 24 are missed with p ~ 0.001)."""
+        return self.short_min_bands if item.text is not None else self.min_bands
+
     def _lookalike(self, a: str, b: str) -> bool:
         """Whether two short texts are one template filled with other content."""
         if self.max_replaced is None and not self.numbers_matter:
@@ -394,7 +407,8 @@ class MinHashVerification(Policy):
         cjk = "" if self.cjk_long_threshold is None else f" ({self.cjk_long_threshold} in CJK)"
         lookalike = "" if self.max_replaced is None else ", look-alikes apart"
         return (
-            f"minhash (>= {self.min_bands} shared band keys; short texts: {self.measure} >= "
+            f"minhash (>= {self.min_bands} shared band keys, {self.short_min_bands} for short "
+            f"texts; short texts: {self.measure} >= "
             f"{self.threshold}{lookalike}; long: estimate >= {self.long_threshold}{cjk})"
         )
 

@@ -122,10 +122,16 @@ def test_simhash_verification_widens_the_radius_of_short_texts_only() -> None:
 
 
 def test_candidates_by_band_keys_or_by_radius() -> None:
-    policy = MinHashVerification(min_bands=2)
-    a, b = planned(policy, "a", TEXT), planned(policy, "b", OTHER)
-    assert policy.is_candidate(b, a, 2)  # shared keys alone make a candidate
-    assert not policy.is_candidate(b, a, 1) or (a.fingerprint ^ b.fingerprint).bit_count() <= 3
+    policy = MinHashVerification(min_bands=2, short_min_bands=1)
+    a, b = planned(policy, "a", TEXT), planned(policy, "b", OTHER)  # both short
+    assert policy.is_candidate(b, a, 1)  # one shared key makes a short text's candidate
+    assert not policy.is_candidate(b, a, 0) or (a.fingerprint ^ b.fingerprint).bit_count() <= 3
+    long_a = planned(policy, "la", " ".join([TEXT, OTHER] * 5))
+    long_b = planned(policy, "lb", " ".join([OTHER, TEXT] * 5))
+    assert long_b.text is None and policy.min_shared(long_b) == 2
+    assert policy.is_candidate(long_b, long_a, 2)
+    far = (long_a.fingerprint ^ long_b.fingerprint).bit_count() > 3
+    assert not far or not policy.is_candidate(long_b, long_a, 1)  # a long text needs two
     unsigned = Item("u", b.fingerprint ^ 1, None, 3)  # a bare fingerprint, one bit away
     assert policy.is_candidate(unsigned, b, 0)  # unsigned: the SimHash radius
 
