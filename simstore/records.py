@@ -1,5 +1,16 @@
 """Reading ingest input: JSON lines, CSV and plain lines into records, bad ones kept apart.
 
+A record without a key field is keyed by its text by default (``key_from="text"``): the 32 hex
+digits of BLAKE2b-128 of the text exactly as read (UTF-8), so the same records fed again, from
+another path or a second time on stdin, replay their decisions instead of clashing with or
+duplicating themselves. The raw text is hashed, not simstore's normalised form, so that the key is
+the same under every preset and version and anyone can recompute it
+(``hashlib.blake2b(text.encode(), digest_size=16).hexdigest()``); two texts that differ only in
+case or spacing are two records, and the second is decided as a near-duplicate of the first. A
+record keyed by its text that comes again is an exact copy of the one stored under that key
+(``Record.keyed_by_text`` lets the CLI count it so). ``key_from="line"`` keys such records
+``<file>:<line>`` instead (the path as given, normalised: ``./a.jsonl`` and ``a.jsonl`` are one).
+
 A bad record (invalid JSON, a missing or non-text field) becomes a ``simstore.ingest.Rejected``
 with its file and line number instead of an exception, so that the good records around it are
 never lost: ``simstore.ingest.ingest`` passes it through in its place.
@@ -9,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import json
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -24,6 +37,13 @@ from simstore.ingest import Rejected
 FORMATS = ("jsonl", "csv", "lines")
 _FORMAT_OF_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".txt": "lines"}
 STDIN_NAME = "<stdin>"
+KEY_FROM = ("text", "line")
+
+
+def text_key(text: str) -> str:
+    """The default key of a record without one: 32 hex digits of BLAKE2b-128 of its UTF-8 text."""
+    data = text.encode("utf-8", "surrogatepass")  # a lone surrogate is refused later, by add
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @dataclass
@@ -35,6 +55,7 @@ class Record:
     key: str
     text: str
     data: dict[str, Any]
+    keyed_by_text: bool = False  # no key field: keyed by ``text_key`` of its text
 
 
 def _bad(source: str, line: int, reason: str) -> Rejected:
@@ -49,6 +70,7 @@ class InputOptions:
     strict: bool
     batch_size: int
     max_distance: int | None
+    key_from: str = "text"  # for records without a key field: "text" (text_key) or "line"
 
 
 def format_of(path: str, given: str | None) -> str:
@@ -85,7 +107,10 @@ def _make(source: str, line: int, data: dict[str, Any], options: InputOptions) -
         return _bad(source, line, f"{options.text_field!r} is empty")
     key = data.get(options.key_field)
     if key is None:
-        key = f"{source}:{line}"
+        if options.key_from == "line":
+            key = f"{source if source == STDIN_NAME else os.path.normpath(source)}:{line}"
+        else:
+            return Record(source, line, text_key(text), text, data, keyed_by_text=True)
     elif isinstance(key, int) and not isinstance(key, bool):
         key = str(key)
     elif not isinstance(key, str) or not key:
@@ -116,8 +141,7 @@ def _read_lines(path: str, source: str, options: InputOptions) -> Iterator[Recor
         if line is None:
             yield _bad(source, number, "not UTF-8")
         elif line.strip():
-            data = {options.key_field: f"{source}:{number}", options.text_field: line}
-            yield _make(source, number, data, options)
+            yield _make(source, number, {options.text_field: line}, options)
 
 
 def _read_csv(path: str, source: str, options: InputOptions) -> Iterator[Record | Rejected]:
@@ -166,6 +190,11 @@ _READERS = {"jsonl": _read_jsonl, "csv": _read_csv, "lines": _read_lines}
 
 
 def read_records(paths: Iterable[str], options: InputOptions) -> Iterator[Record | Rejected]:
+    """The records of ``paths`` in order (``-`` is stdin), a ``Rejected`` in a bad one's place."""
+    if options.key_from not in KEY_FROM:
+        raise InvalidInput(
+            f"key_from must be one of {', '.join(KEY_FROM)}, got {options.key_from!r}"
+        )
     for path in paths:
         source = STDIN_NAME if path == "-" else path
         yield from _READERS[format_of(path, options.format)](path, source, options)

@@ -21,6 +21,7 @@ import pytest
 
 from simstore import fingerprint, migrate, to_hex
 from simstore.presets import presets
+from simstore.records import text_key
 from simstore.similarity import jaccard
 from simstore.verify import MinHashVerification
 
@@ -145,7 +146,7 @@ def test_bad_records_are_reported_with_file_and_line_and_skipped(cli: Cli) -> No
             json.dumps({"id": "empty", "text": "  "}),
             json.dumps({"id": "number", "text": 42}),
             "",
-            json.dumps({"text": "a record without a key, so it is keyed by file and line"}),
+            json.dumps({"text": "a record without a key, so it is keyed by a hash of its text"}),
             json.dumps({"id": "good-1", "text": "the same key again with some other text"}),
             json.dumps({"id": 7, "text": "an integer key becomes a string key"}),
         ],
@@ -157,7 +158,8 @@ def test_bad_records_are_reported_with_file_and_line_and_skipped(cli: Cli) -> No
     for line in (2, 3, 4, 5, 8):
         assert f"bad.jsonl:{line}: " in result.stderr
     assert "simstore: error" not in result.stderr  # skipped records are not an error line
-    assert sorted(decisions(cli)) == ["7", "bad.jsonl:7", "good-1"]
+    keyless = text_key("a record without a key, so it is keyed by a hash of its text")
+    assert sorted(decisions(cli)) == sorted(["7", keyless, "good-1"])
 
 
 def test_strict_stops_at_the_first_bad_record_after_committing_the_good_ones(cli: Cli) -> None:
@@ -188,7 +190,8 @@ def test_csv_and_lines_formats(cli: Cli) -> None:
     plain = write(cli.folder / "notes.txt", ["first line of notes here", "", LONG_TEXT])
     assert cli.json("ingest", plain.name)["read"] == 2
     decided = decisions(cli)
-    assert (decided["4"], decided["notes.txt:3"], decided["notes.txt:1"]) == ("3", "3", None)
+    notes = (text_key(LONG_TEXT), text_key("first line of notes here"))
+    assert (decided["4"], decided[notes[0]], decided[notes[1]]) == ("3", "3", None)
 
     wrong = write(cli.folder / "wrong.csv", ["id,body", "1,hello"])
     result = cli("ingest", str(wrong))
@@ -200,10 +203,46 @@ def test_stdin_needs_a_format(cli: Cli) -> None:
     result = cli("--json", "ingest", "--format", "lines", "-", stdin=f"{LONG_TEXT}\nsecond\n")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["kept"] == 2
-    assert decisions(cli) == {"<stdin>:1": None, "<stdin>:2": None}
+    assert decisions(cli) == {text_key(LONG_TEXT): None, text_key("second"): None}
     guess = cli("ingest", "-", stdin="x\n")
     assert guess.returncode == 2
     assert "give --format" in guess.stderr
+
+
+def test_records_without_a_key_are_keyed_by_their_text_whatever_the_path(cli: Cli) -> None:
+    texts = [f"record {n} of a feed without keys: {LONG_TEXT}" for n in range(3)]
+    feed = write(cli.folder / "a.jsonl", [json.dumps({"text": text}) for text in texts])
+    first = cli.json("ingest", "./a.jsonl")
+    assert (first["kept"] + first["duplicates"], first["replayed"]) == (3, 0)
+    again = cli.json("ingest", str(feed))  # another spelling of the path: the same keys
+    assert (again["kept"], again["duplicates"], again["replayed"]) == (0, 3, 3)
+    piped = cli("--json", "ingest", "--format", "lines", "-", stdin="\n".join(texts) + "\n")
+    assert piped.returncode == 0, piped.stderr  # a second feed on stdin is not rejected
+    assert json.loads(piped.stdout)["replayed"] == 3
+    assert set(decisions(cli)) == {text_key(text) for text in texts}
+
+    # an exact copy of a kept text is a duplicate of it (a replay of its key), in and out of dedup
+    copies = write(
+        cli.folder / "b.jsonl", [json.dumps({"text": t}) for t in ("new text", "new text")]
+    )
+    unique, dups = cli.folder / "unique.jsonl", cli.folder / "dups.jsonl"
+    summary = cli.json("dedup", str(copies), "--out", str(unique), "--dups", str(dups))
+    assert (summary["kept"], summary["duplicates"]) == (1, 1)
+    assert records(unique) == [{"text": "new text", "id": text_key("new text")}]
+    assert [(r["duplicate_of"], r["measure"]) for r in records(dups)] == [
+        (text_key("new text"), "exact")
+    ]
+
+    # --key-from line: <file>:<line>, the path normalised
+    lines = ("ingest", "--key-from", "line")
+    assert cli.json("--namespace", "by-line", *lines, "./a.jsonl")["replayed"] == 0
+    assert cli.json("--namespace", "by-line", *lines, "a.jsonl")["replayed"] == 3
+    with contextlib.closing(sqlite3.connect(cli.folder / "store.db")) as connection:
+        keys = connection.execute(
+            "SELECT d.key FROM simstore_decisions d JOIN simstore_namespaces n ON n.id = d.ns_id "
+            "WHERE n.name = 'by-line' ORDER BY d.key"
+        ).fetchall()
+    assert keys == [("a.jsonl:1",), ("a.jsonl:2",), ("a.jsonl:3",)]
 
 
 def test_dedup_splits_the_corpus_by_group(cli: Cli) -> None:

@@ -18,7 +18,15 @@ from simstore.cli.output import emit, pairs
 from simstore.db import redact
 from simstore.errors import InvalidInput
 from simstore.ingest import Rejected, ingest
-from simstore.records import FORMATS, STDIN_NAME, InputOptions, Record, format_of, read_records
+from simstore.records import (
+    FORMATS,
+    KEY_FROM,
+    STDIN_NAME,
+    InputOptions,
+    Record,
+    format_of,
+    read_records,
+)
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -60,6 +68,20 @@ class Tally:
         return self.read / self.seconds if self.seconds > 0 else 0.0
 
 
+def exact_copy(record: Record | Rejected, decision: Decision) -> bool:
+    """A record keyed by its text whose text is already kept under that key: a duplicate.
+
+    Its decision is the replay of the kept one (``simstore.records``: the key is the text's
+    hash), so it is counted and written as an exact copy of that key, not as kept again.
+    """
+    return (
+        isinstance(record, Record)
+        and record.keyed_by_text
+        and decision.replayed
+        and (decision.inserted)
+    )
+
+
 def _warn(progress: Progress | None, message: str) -> None:
     if progress is not None:
         progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
@@ -81,7 +103,7 @@ def _count(
             tally.stopped_at = outcome
             return str(outcome)
         return f"{outcome} (skipped)"
-    if outcome.inserted:
+    if outcome.inserted and not exact_copy(record, outcome):
         tally.kept += 1
     else:
         tally.duplicates += 1
@@ -210,7 +232,7 @@ def input_options(command: F) -> F:
             "format_",
             type=click.Choice(FORMATS),
             help="Input format [default: from the extension: .jsonl/.ndjson, .csv, .txt]. "
-            "'lines' makes one record per non-blank line, keyed <file>:<line>.",
+            "'lines' makes one record per non-blank line (keyed as --key-from says).",
         ),
         click.option(
             "--text-field", default="text", show_default=True, help="Field with the text."
@@ -219,7 +241,16 @@ def input_options(command: F) -> F:
             "--key-field",
             default="id",
             show_default=True,
-            help="Field with the record's key; records without it get <file>:<line>.",
+            help="Field with the record's key; records without it are keyed as --key-from says.",
+        ),
+        click.option(
+            "--key-from",
+            type=click.Choice(KEY_FROM),
+            default="text",
+            show_default=True,
+            help="Key of a record without a key field: 'text', 32 hex digits of BLAKE2b-128 of "
+            "its text (the same records fed again, by any path or stdin, replay; a copy of a "
+            "kept text is an exact duplicate), or 'line', <file>:<line>.",
         ),
         click.option(
             "--max-distance",
@@ -263,18 +294,24 @@ def ingest_files(
     earlier one. A bad record (invalid JSON, missing or empty text) is reported on stderr with its
     file and line and skipped (exit 1 at the end), or with --strict stops the run. Re-adding a key
     with the same text replays its first decision, so running the same ingest twice changes nothing.
+    A record without a key field is keyed by a hash of its text (--key-from), so feeding the same
+    records again through another path or stdin replays too.
     """
     options = InputOptions(format_, **opts)
     _add_records(settings, files, options, lambda _record, _decision: None, {"files": list(files)})
 
 
-def _writer(unique: IO[str], duplicates: IO[str] | None) -> OnDecision:
+def _writer(unique: IO[str], duplicates: IO[str] | None, key_field: str) -> OnDecision:
     """Writes a record to --out when kept, else to --dups with what it duplicates."""
 
     def write(record: Record, decision: Decision) -> None:
         data = dict(record.data)
-        if decision.inserted:
-            target: IO[str] | None = unique
+        data.setdefault(key_field, record.key)  # a derived key, so duplicate_of names a record
+        if exact_copy(record, decision):
+            target: IO[str] | None = duplicates
+            data |= {"duplicate_of": record.key, "distance": 0, "measure": "exact", "score": 1.0}
+        elif decision.inserted:
+            target = unique
         else:
             target = duplicates
             match = decision.duplicate_of
@@ -327,5 +364,5 @@ def dedup(
         )
         describe = {"input": source, "out": out, "dups": dups}
         to_stderr = "-" in (out, dups)
-        write = _writer(unique, duplicates)
+        write = _writer(unique, duplicates, options.key_field)
         _add_records(settings, (source,), options, write, describe, summary_to_stderr=to_stderr)
