@@ -10,10 +10,11 @@ transactions are ``simstore._connections``; purge, removal and statistics ``sims
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy import exc
@@ -44,6 +45,9 @@ from simstore.validate import (
     check_radius,
 )
 from simstore.verify import DEFAULT_POLICY, Item, Policy, SimHashOnly, check_policy
+
+if TYPE_CHECKING:
+    from simstore.report import Texts
 
 log = logging.getLogger("simstore")
 
@@ -395,6 +399,25 @@ class SimStore:
             oldest,
             newest,
             int(parts),
+        )
+
+    def report(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        since: str | timedelta | float | None = None,
+        sample: int = 200,
+        clusters: int = 10,
+        texts: Texts | None = None,
+        now: datetime | None = None,
+    ) -> str:
+        """What the namespace decided, as one self-contained HTML page (``simstore.report``):
+        returned, and written to ``path`` when given. ``since`` limits it to recent decisions;
+        ``texts`` (source texts by key) shows both sides of the sampled pairs."""
+        from simstore import report as reporting
+
+        return reporting.write(
+            self, path, since=since, sample=sample, clusters=clusters, texts=texts, now=now
         )
 
 
