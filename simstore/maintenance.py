@@ -21,12 +21,14 @@ from simstore._connections import Connections
 from simstore._finder import chunks
 from simstore.db import translate_errors
 from simstore.locking import lock_for_write
-from simstore.retention import EPOCH, partition_of, window_start
-from simstore.schema import decisions, fingerprints
+from simstore.results import Purged
+from simstore.retention import EPOCH, partition_of, utc_aware, window_start
+from simstore.schema import decisions, fingerprints, minhash_keys
 
 log = logging.getLogger("simstore")
 
 PURGE_BATCH_ROWS = 10_000
+_TIMES = {fingerprints: fingerprints.c.added_at, decisions: decisions.c.decided_at}
 # what ``delete_band_keys`` needs of a kept row
 _SIGNED_ROW = (
     fingerprints.c.id,
@@ -43,25 +45,32 @@ def purge(
     window: timedelta,
     now: datetime,
     namespace: str,
-) -> int:
-    """Delete the rows of the partitions wholly older than ``now - window``; rows deleted.
+    *,
+    dry_run: bool = False,
+) -> Purged:
+    """Delete the rows of the partitions wholly older than ``now - window``; counts per table.
 
     On a partitioned PostgreSQL database whole partitions past the database's window are dropped
-    first (``simstore.partitions``). The MinHash side rows go with their fingerprints (they are
-    index rows of those and not counted).
+    first (``simstore.partitions``; their rows, of every namespace, are ``partition_rows``). The
+    MinHash band keys go with their fingerprints. ``dry_run`` counts what would go and writes
+    nothing.
     """
     start = window_start(now, window)
     assert start is not None  # noqa: S101 - a window was given
     cutoff = partition_of(start, partition_seconds)
-    total = 0
+    before = EPOCH + timedelta(seconds=cutoff * partition_seconds)
+    if dry_run:
+        return _would_purge(connections, ns_id, cutoff, window, now, partition_seconds)
+    band_keys = partition_rows = 0
     if connections.dialect == "postgresql":
         with connections.transaction() as conn:
             layout = partitions.read(conn)
             if layout is not None:
-                _purge_band_keys_before_drop(conn, layout, now)
-                total += partitions.drop_expired(conn, layout, now)
+                band_keys += _purge_band_keys_before_drop(conn, layout, now)
+                partition_rows = partitions.drop_expired(conn, layout, now)
                 partitions.make_ahead(conn, layout, now)
-    total += _purge_rows(connections, ns_id, cutoff)
+    kept, removed_keys = _purge_rows(connections, ns_id, cutoff)
+    logged = 0
     while True:
         with connections.transaction() as conn:
             ids = [
@@ -74,21 +83,61 @@ def purge(
             ]
             if ids:
                 conn.execute(sa.delete(decisions).where(decisions.c.id.in_(ids)))
-        total += len(ids)
+        logged += len(ids)
         if len(ids) < PURGE_BATCH_ROWS:
             break
-    log.info("purged %d rows older than %s from %s", total, start, namespace)
-    return total
+    done = Purged(
+        window, utc_aware(before), partition_seconds, kept, logged, band_keys + removed_keys,
+        partition_rows, dry_run=False,
+    )  # fmt: skip
+    log.info("purged %d rows older than %s from %s", done.rows, start, namespace)
+    return done
 
 
-def _purge_rows(connections: Connections, ns_id: int, cutoff: int) -> int:
+def _would_purge(
+    connections: Connections,
+    ns_id: int,
+    cutoff: int,
+    window: timedelta,
+    now: datetime,
+    partition_seconds: int,
+) -> Purged:
+    """What ``purge`` would delete now, counted per table (nothing is written)."""
+    before = EPOCH + timedelta(seconds=cutoff * partition_seconds)
+    with connections.reading() as conn:
+        layout = partitions.read(conn) if connections.dialect == "postgresql" else None
+        dropped = None
+        partition_rows = 0
+        if layout is not None:  # the partitions past the database's window go whole
+            dropped = _dropped_before(layout, now)
+            for table, moment in _TIMES.items():
+                partition_rows += _count(conn, table, moment < dropped)
+        counts = []
+        for table in (fingerprints, decisions, minhash_keys):
+            where = [table.c.ns_id == ns_id, table.c.part < cutoff]
+            if dropped is not None and table in _TIMES:  # not counted twice
+                where.append(_TIMES[table] >= dropped)
+            counts.append(_count(conn, table, *where))
+    kept, logged, band_keys = counts
+    return Purged(
+        window, utc_aware(before), partition_seconds, kept, logged, band_keys, partition_rows, True
+    )
+
+
+def _count(conn: Connection, table: sa.Table, *where: Any) -> int:
+    return int(
+        conn.execute(sa.select(sa.func.count()).select_from(table).where(*where)).scalar_one()
+    )
+
+
+def _purge_rows(connections: Connections, ns_id: int, cutoff: int) -> tuple[int, int]:
     """Delete the kept rows of partitions before ``cutoff`` with their MinHash band keys, in
-    bounded batches (each batch's band keys and rows in one transaction); rows deleted.
+    bounded batches (each batch's band keys and rows in one transaction); (rows, band keys).
 
     The band keys are found by primary key: recomputed from each row's stored signature, which
     is how they were made (``Policy.sign``), so the side table needs no index of its own.
     """
-    total = 0
+    total = band_keys = 0
     while True:
         with connections.transaction() as conn:
             found = conn.execute(
@@ -96,28 +145,35 @@ def _purge_rows(connections: Connections, ns_id: int, cutoff: int) -> int:
                 .where(fingerprints.c.ns_id == ns_id, fingerprints.c.part < cutoff)
                 .limit(PURGE_BATCH_ROWS)
             ).all()
-            delete_band_keys(conn, found)
+            band_keys += delete_band_keys(conn, found)
             ids = [int(row[0]) for row in found]
             for chunk in chunks(ids, prepared.MAX_IN):
                 conn.execute(sa.delete(fingerprints).where(fingerprints.c.id.in_(chunk)))
         total += len(found)
         if len(found) < PURGE_BATCH_ROWS:
-            return total
+            return total, band_keys
 
 
-def _purge_band_keys_before_drop(
-    conn: Connection, layout: partitions.Partitioning, now: datetime
-) -> None:
-    """PostgreSQL, partitioned: delete the band keys of the rows whose partitions are about to be
-    dropped (every namespace's: the partitions are shared), while their signatures are there.
+def _dropped_before(layout: partitions.Partitioning, now: datetime) -> datetime:
+    """The rows added before this moment sit in partitions a purge at ``now`` drops whole.
 
     Partitions are aligned to the interval, so those that end at or before now - keep hold
     exactly the rows added before that moment floored to the interval.
     """
     step = int(layout.interval.total_seconds())
     seconds = int((now - layout.keep - EPOCH).total_seconds())
-    boundary = EPOCH + timedelta(seconds=seconds // step * step)
+    return EPOCH + timedelta(seconds=seconds // step * step)
+
+
+def _purge_band_keys_before_drop(
+    conn: Connection, layout: partitions.Partitioning, now: datetime
+) -> int:
+    """PostgreSQL, partitioned: delete the band keys of the rows whose partitions are about to be
+    dropped (every namespace's: the partitions are shared), while their signatures are there.
+    """
+    boundary = _dropped_before(layout, now)
     last = None
+    deleted = 0
     while True:
         query = (
             sa.select(*_SIGNED_ROW)
@@ -128,9 +184,9 @@ def _purge_band_keys_before_drop(
         if last is not None:
             query = query.where(fingerprints.c.id > last)
         found = conn.execute(query).all()
-        delete_band_keys(conn, found)
+        deleted += delete_band_keys(conn, found)
         if len(found) < PURGE_BATCH_ROWS:
-            return
+            return deleted
         last = int(found[-1][0])
 
 

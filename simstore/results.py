@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from simstore.encoding import to_hex
@@ -63,6 +63,31 @@ class Stats:
     oldest: datetime | None
     newest: datetime | None
     partitions: int
+
+
+@dataclass(frozen=True)
+class Purged:
+    """What a purge deleted (``dry_run``: would delete), per table.
+
+    ``before``: the kept rows and decisions of the namespace added before this moment (the start
+    of the window rounded down to a partition of ``partition_seconds``) go; ``band_keys`` are
+    their MinHash rows. ``partition_rows``: on a partitioned PostgreSQL database, the rows of
+    every namespace in the partitions past the database's window, dropped whole.
+    """
+
+    keep: timedelta
+    before: datetime
+    partition_seconds: int
+    fingerprints: int
+    decisions: int
+    band_keys: int
+    partition_rows: int = 0
+    dry_run: bool = False
+
+    @property
+    def rows(self) -> int:
+        """Kept rows and decisions (the band keys are index rows of the kept ones)."""
+        return self.fingerprints + self.decisions + self.partition_rows
 
 
 def preference(distance: int, added_at: datetime, key: str) -> tuple[Any, ...]:

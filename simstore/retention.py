@@ -66,6 +66,23 @@ def utc_naive(moment: datetime | None) -> datetime:
     return moment
 
 
+def utc_aware(moment: datetime) -> datetime:
+    """A stored naive UTC time as the API shows it: tz-aware, in UTC (aware input is converted)."""
+    if moment.tzinfo is not None:
+        return moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=timezone.utc)
+
+
+def format_duration(duration: timedelta) -> str:
+    """``1h``, ``2d``, ``90m``, ``1w``: the largest unit that divides it (``parse_duration``'s
+    units), else seconds."""
+    seconds = duration.total_seconds()
+    for unit in ("w", "d", "h", "m"):
+        if seconds >= _UNIT_SECONDS[unit] and seconds % _UNIT_SECONDS[unit] == 0:
+            return f"{int(seconds // _UNIT_SECONDS[unit])}{unit}"
+    return f"{seconds:g}s"
+
+
 def partition_of(moment: datetime, partition_seconds: int) -> int:
     """The partition number of a naive UTC time."""
     return int((moment - EPOCH).total_seconds() // partition_seconds)

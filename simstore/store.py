@@ -34,7 +34,7 @@ from simstore.ingest import ingest as ingest_records
 from simstore.locking import BAND_LOCK_MAX_RADIUS, lock_for_write
 from simstore.presets import Preset
 from simstore.probes import band_values
-from simstore.results import Decision, Match, Search, Stats
+from simstore.results import Decision, Match, Purged, Search, Stats
 from simstore.retention import parse_duration, utc_naive
 from simstore.schema import decisions, fingerprints
 from simstore.validate import (
@@ -360,10 +360,25 @@ class SimStore:
         return maintenance.remove(self._connections, self.ns_id, check_key(key))
 
     def purge(self, *, now: datetime | None = None, keep: str | timedelta | None = None) -> int:
-        """Delete the partitions wholly older than the window, in bounded batches; rows deleted."""
+        """Delete the partitions wholly older than the window, in bounded batches; rows deleted
+        (kept rows and decisions: ``purge_counts`` has them per table)."""
+        purged = self.purge_counts(now=now, keep=keep)
+        return 0 if purged is None else purged.rows
+
+    def purge_counts(
+        self,
+        *,
+        now: datetime | None = None,
+        keep: str | timedelta | None = None,
+        dry_run: bool = False,
+    ) -> Purged | None:
+        """``purge`` with what it deleted per table (``dry_run``: what it would delete, nothing
+        written); None when there is no window (``keep`` None and the store has none)."""
+        if not isinstance(dry_run, bool):
+            raise InvalidType(f"dry_run must be a bool, not {type(dry_run).__name__}")
         window = self.keep if keep is None else parse_duration(keep)
         if window is None:
-            return 0
+            return None
         return maintenance.purge(
             self._connections,
             self.ns_id,
@@ -371,6 +386,7 @@ class SimStore:
             window,
             utc_naive(now),
             self.namespace,
+            dry_run=dry_run,
         )
 
     def stats(self) -> Stats:

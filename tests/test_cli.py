@@ -13,6 +13,7 @@ import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from simstore import fingerprint, migrate, to_hex
 from simstore.presets import presets
 from simstore.records import text_key
 from simstore.similarity import jaccard
+from simstore.store import SimStore
 from simstore.verify import MinHashVerification
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -409,6 +411,50 @@ def test_stats_purge_and_db_commands(filled: Cli) -> None:
     assert loads(purged)["deleted"] == 0
     revision = loads(current)
     assert revision["revision"] == revision["head"] and revision["up_to_date"] is True
+
+
+def table_counts(cli: Cli) -> dict[str, int]:
+    with contextlib.closing(sqlite3.connect(cli.folder / "store.db")) as connection:
+        return {
+            table: connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            for table in ("simstore_fingerprints", "simstore_decisions", "simstore_minhash")
+        }
+
+
+def test_purge_has_no_window_unless_given_a_dry_run_and_counts_per_table(cli: Cli) -> None:
+    old = datetime.now(timezone.utc) - timedelta(days=3)
+    with SimStore(cli.url) as store:
+        for n in range(3):
+            store.add(f"old text number {n}: {LONG_TEXT}"[:: -1 if n else 1], key=f"old{n}", at=old)
+        assert not store.add(f"old text number 0: {LONG_TEXT}!", key="old-copy", at=old).inserted
+        store.add("a new text, added today, that the window keeps", key="new")
+    before = table_counts(cli)
+    assert before["simstore_minhash"] > 0
+
+    nothing = cli("purge")  # the library's default: no window, nothing deleted
+    assert nothing.returncode == 0, nothing.stderr
+    assert "no retention window: nothing purged" in nothing.stdout
+    assert table_counts(cli) == before
+
+    dry = cli.json("purge", "--keep", "2d", "--dry-run")
+    assert table_counts(cli) == before  # nothing written
+    expected = {
+        "simstore_fingerprints": before["simstore_fingerprints"] - 1,
+        "simstore_decisions": before["simstore_decisions"] - 1,
+        "simstore_minhash": before["simstore_minhash"] - 24,  # the new text's band keys stay
+    }
+    assert (dry["dry_run"], dry["tables"], dry["partition"]) == (True, expected, "1h")
+    assert dry["deleted"] == expected["simstore_fingerprints"] + expected["simstore_decisions"]
+
+    done = cli.json("--keep", "2d", "purge")  # the global window is purge's default
+    assert (done["dry_run"], done["tables"]) == (False, expected)
+    assert table_counts(cli) == {"simstore_fingerprints": 1, "simstore_decisions": 1,
+                                 "simstore_minhash": 24}  # fmt: skip
+
+    short = cli("purge", "--keep", "1m")
+    assert short.returncode == 0, short.stderr
+    assert "shorter than a partition (1h)" in short.stdout
+    assert re.search(r"^simstore_fingerprints\s+0$", short.stdout, re.M)
 
 
 def namespace_names(cli: Cli) -> list[str]:

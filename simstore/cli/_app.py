@@ -43,6 +43,7 @@ class Settings:
     debug: bool
     policy: str = "minhash"
     threshold: float | None = None
+    keep: str | None = None  # the retention window (SimStore keep): rows older never match
 
 
 class Failure(click.ClickException):
@@ -158,6 +159,13 @@ Errors are one line on stderr: "simstore: error: ..."; --debug adds the tracebac
     help="Similarity a duplicate must reach (minhash: short and long texts [default: 0.55]; "
     "simhash-verified: short texts [default: 0.8]).",
 )
+@click.option(
+    "--keep",
+    metavar="DURATION",
+    help="Retention window (30m, 12h, 2d, 1w): older rows never match, and 'purge' deletes them "
+    "[default: none, everything matches]. On a partitioned PostgreSQL database, a window no "
+    "longer than the database's silences its warning.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no ingest/dedup summary.")
 @click.option("--debug", is_flag=True, help="Log to stderr and show tracebacks of errors.")
@@ -169,6 +177,7 @@ def main(
     preset: str | None,
     policy: str,
     threshold: float | None,
+    keep: str | None,
     as_json: bool,
     quiet: bool,
     debug: bool,
@@ -183,7 +192,7 @@ def main(
             level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(levelname)s: %(message)s"
         )
     ctx.obj = Settings(
-        url or default_url(), namespace, preset, as_json, quiet, debug, policy, threshold
+        url or default_url(), namespace, preset, as_json, quiet, debug, policy, threshold, keep
     )
 
 
@@ -211,11 +220,14 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
     """
     from simstore.namespaces import existing
     from simstore.presets import get_preset
+    from simstore.retention import parse_duration
     from simstore.store import SimStore
     from simstore.validate import MAX_NAMESPACE_LENGTH, check_name
 
     given = {name: value for name, value in options.items() if value is not None}
     policy = policy_from(settings.policy, threshold=settings.threshold)  # bad input first
+    if settings.keep is not None:
+        given["keep"] = parse_duration(settings.keep)
     if settings.preset is not None:
         get_preset(settings.preset)
     if not create:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -151,24 +152,56 @@ def explain(settings: Settings, key: str) -> None:
 @main.command()
 @click.option(
     "--keep",
-    default="2d",
-    show_default=True,
-    help="Retention window (30m, 12h, 2d, 1w): whole partitions older than it are deleted.",
+    metavar="DURATION",
+    help="Retention window (30m, 12h, 2d, 1w) [default: the global --keep; without either "
+    "nothing is purged, as SimStore.purge() keeps everything when it has no window].",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Count what would be deleted, per table; delete nothing."
 )
 @click.pass_obj
-def purge(settings: Settings, keep: str) -> None:
+def purge(settings: Settings, keep: str | None, dry_run: bool) -> None:
     """Delete what is older than the retention window.
 
-    Whole time partitions older than --keep are deleted in bounded batches, while readers and
-    writers go on.
+    Whole time partitions older than the window are deleted in bounded batches, while readers
+    and writers go on; the counts are per table (kept rows, decisions, their MinHash band keys).
+    Partitions are as long as the namespace's partition length (1h by default), so a window
+    shorter than that still deletes only whole partitions.
     """
-    from simstore.retention import parse_duration
+    from simstore.retention import format_duration, parse_duration
 
-    parse_duration(keep)  # a bad duration is invalid input, whatever the namespace
+    window = keep if keep is not None else settings.keep
+    if window is not None:
+        parse_duration(window)  # a bad duration is invalid input, whatever the namespace
     with open_store(settings) as store:
-        deleted = store.purge(keep=keep)
-    data = {"namespace": settings.namespace, "keep": keep, "deleted": deleted}
-    emit(settings, data, f"purged {deleted:,} rows older than {keep} from {settings.namespace}")
+        purged = store.purge_counts(keep=keep, dry_run=dry_run)
+        partition = format_duration(timedelta(seconds=store.partition_seconds))
+    data: dict[str, Any] = {"namespace": settings.namespace, "keep": window, "dry_run": dry_run}
+    data["partition"] = partition
+    if purged is None:
+        data |= {"deleted": 0, "tables": None}
+        note = "no retention window: nothing purged (give --keep, e.g. --keep 2d)"
+        emit(settings, data, f"{settings.namespace}: {note}")
+        return
+    tables = {
+        "simstore_fingerprints": purged.fingerprints,
+        "simstore_decisions": purged.decisions,
+        "simstore_minhash": purged.band_keys,
+    }
+    if purged.partition_rows:
+        tables["dropped partitions (every namespace)"] = purged.partition_rows
+    data |= {"deleted": purged.rows, "before": iso(purged.before), "tables": tables}
+    verb = "would delete" if dry_run else "deleted"
+    lines = [
+        f"{settings.namespace}: {verb} the rows added before {shown(purged.before)} "
+        f"(window {window}, in whole partitions of {partition})"
+    ]
+    if purged.keep < timedelta(seconds=store.partition_seconds):
+        lines.append(
+            f"note: the window {window} is shorter than a partition ({partition}): rows stay "
+            "until their whole partition is older than the window"
+        )
+    emit(settings, data, "\n".join([*lines, pairs(tables)]))
 
 
 @main.command()
