@@ -10,6 +10,7 @@ library; what lives here is declaring options, showing results and turning error
   ``simstore.ingest.ingest``);
 - ``commands.store``: ``query``, ``show``, ``explain``, ``purge``, ``stats``;
 - ``commands.fingerprints``: ``fingerprint``, ``presets`` (no database);
+- ``commands.report``: ``report`` (one HTML page, ``simstore.report``);
 - ``commands.db``: ``db upgrade``, ``db current``, ``db check``, ``db partition``;
 - ``commands.spark``: ``spark dedup`` (``simstore.spark``; PySpark imported only when it runs).
 """
@@ -20,6 +21,7 @@ from simstore.cli.commands import (  # noqa: F401 - importing registers
     fingerprints,
     ingest,
     namespaces,
+    report,
     spark,
     store,
 )
