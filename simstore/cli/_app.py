@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Iterator
@@ -29,6 +31,8 @@ from simstore.verify import POLICY_NAMES, policy_from
 
 if TYPE_CHECKING:
     from simstore.store import SimStore
+
+EMITTED = "simstore.emitted"  # ctx.meta: a JSON document went to stdout already
 
 
 @dataclass(frozen=True)
@@ -92,10 +96,52 @@ def _without_password(message: str, url: str) -> str:
     return message
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program Ctrl-C stopped
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what ``yes | head`` reports; the run did not finish
+
+
+class Interrupted(Failure):
+    """Ctrl-C: exit 130 (what was committed is said by the command that was interrupted)."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+def _quiet_broken_pipe() -> None:
+    """The reader of stdout went away (``simstore dedup ... | head``): exit 141 without a word.
+
+    141 rather than 0: the command stopped before its end (the records after the closed pipe were
+    not added), and 141 is what a shell shows for any program stopped by SIGPIPE, so that
+    ``set -o pipefail`` scripts can tell it from a finished run and ignore it on purpose.
+    stdout is pointed at /dev/null so that the interpreter's final flush cannot complain.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    raise click.exceptions.Exit(EXIT_BROKEN_PIPE)
+
+
+def json_error(ctx: click.Context, message: str, exit_code: int) -> None:
+    """Under --json, an error is a JSON document on stdout too, unless one was printed already."""
+    settings = ctx.find_object(Settings)
+    if settings is None or not settings.json or ctx.find_root().meta.get(EMITTED):
+        return
+    document = {"error": message, "exit_code": exit_code}
+    with contextlib.suppress(OSError):
+        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+
+
 class _Main(click.Group):
-    """Turns simstore's errors into one line on stderr and an exit code (traceback: --debug)."""
+    """Turns simstore's errors into one line on stderr and an exit code (traceback: --debug);
+    with --json also into ``{"error": ..., "exit_code": ...}`` on stdout."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return self._invoke(ctx)
+        except click.ClickException as error:
+            json_error(ctx, error.format_message(), error.exit_code)
+            raise
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except SimstoreError as error:
@@ -106,6 +152,11 @@ class _Main(click.Group):
             raise failure_for(error)(_without_password(str(error), url)) from error
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted") from None
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+            raise  # not reached
         except OSError as error:
             raise InputFailure(str(error)) from error
         except Exception as error:
@@ -127,8 +178,11 @@ Exit codes:
   2  usage error (unknown option, missing argument, unreadable file)
   3  database unavailable, or its schema is out of date (run: simstore db upgrade)
   4  invalid input (bad text, key, preset, policy, distance or duration)
+  130  interrupted (Ctrl-C); ingest and dedup say how many records were committed
+  141  stdout was closed before the end (e.g. piped into head); nothing is printed
 
-Errors are one line on stderr: "simstore: error: ..."; --debug adds the traceback.""",
+Errors are one line on stderr: "simstore: error: ..."; --debug adds the traceback. With --json
+an error is also a JSON document on stdout: {"error": ..., "exit_code": ...}.""",
 )
 @click.version_option(package_name="simstore", prog_name="simstore")
 @click.option(

@@ -71,6 +71,10 @@ def emit(
         text = pairs(data)
     if settings.json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2), err=err)
+        if not err:
+            from simstore.cli._app import EMITTED
+
+            click.get_current_context().find_root().meta[EMITTED] = True
     elif text is not None:
         click.echo(text, err=err)
 

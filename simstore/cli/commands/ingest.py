@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -13,7 +16,15 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from simstore.cli._app import Failure, Settings, main, open_store, text_radius
+from simstore.cli._app import (
+    EMITTED,
+    Failure,
+    Interrupted,
+    Settings,
+    main,
+    open_store,
+    text_radius,
+)
 from simstore.cli.output import emit, pairs
 from simstore.db import redact
 from simstore.errors import InvalidInput
@@ -35,6 +46,7 @@ if TYPE_CHECKING:
     from simstore.store import SimStore
 
 F = TypeVar("F", bound=Callable[..., Any])
+LISTED = 1000  # skipped records listed in the JSON summary (all are counted, and warned about)
 OnDecision = Callable[[Record, "Decision"], None]
 
 
@@ -49,6 +61,13 @@ class Tally:
     seconds: float = 0.0
     stopped_at: Rejected | None = None
     stop_error: InvalidInput | None = None
+    rejected: list[Rejected] = dataclasses.field(default_factory=list)  # the first LISTED
+    interrupted: bool = False  # Ctrl-C: the input was cut short, what was read is committed
+
+    @property
+    def committed(self) -> int:
+        """Records whose decision is in the store (added now, or replayed)."""
+        return self.kept + self.duplicates
 
     @property
     def read(self) -> int:
@@ -99,6 +118,8 @@ def _count(
     """Count one outcome (and hand a decision on); the warning to show for a rejected record."""
     if isinstance(outcome, Rejected):
         tally.skipped += 1
+        if len(tally.rejected) < LISTED:
+            tally.rejected.append(outcome)
         if options.strict:
             tally.stopped_at = outcome
             return str(outcome)
@@ -139,6 +160,50 @@ def _run(
     return tally
 
 
+class _StopReading(Exception):
+    """Raised by the SIGINT handler while the input is being read: end the input there."""
+
+
+class _Interrupt:
+    """Ctrl-C during ingest or dedup ends the input, not the run: the batch being written is
+    committed and the summary printed, then exit 130. A second Ctrl-C stops at once (the batch
+    being written is rolled back). Records are cut only between reads, or inside a read that
+    waits (stdin), never inside a transaction."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.reading = False
+
+    def _handle(self, _signum: int, _frame: object) -> None:
+        self.interrupted = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # the second one is at once
+        if self.reading:
+            raise _StopReading
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[_Interrupt]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = signal.signal(signal.SIGINT, self._handle)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def cut(self, items: Iterator[Record | Rejected]) -> Iterator[Record | Rejected]:
+        """``items`` until Ctrl-C."""
+        while not self.interrupted:
+            self.reading = True
+            try:
+                item = next(items)
+            except (StopIteration, _StopReading):
+                return
+            finally:
+                self.reading = False
+            yield item
+
+
 def _progress(settings: Settings) -> contextlib.AbstractContextManager[Progress | None]:
     if settings.quiet or not sys.stderr.isatty():
         return contextlib.nullcontext()
@@ -175,6 +240,12 @@ def _summary(
         "seconds": round(tally.seconds, 3),
         "rate": round(tally.rate, 1),
         "stopped_at": None if tally.stopped_at is None else str(tally.stopped_at),
+        "skipped_records": [
+            {"where": rejected.where, "key": rejected.key, "reason": rejected.reason}
+            for rejected in tally.rejected
+        ],
+        "interrupted": tally.interrupted,
+        "committed": tally.committed,
     }
     sources = ", ".join(STDIN_NAME if path == "-" else path for path in paths)
     counts = {
@@ -188,7 +259,13 @@ def _summary(
 
 
 def _finish(tally: Tally) -> None:
-    """The exit of a run: its read error, 1 for a strict stop or skipped records, else 0."""
+    """The exit of a run: 130 when interrupted, its read error, 1 for a strict stop or skipped
+    records, else 0."""
+    if tally.interrupted:
+        raise Interrupted(
+            f"interrupted: {tally.committed:,} record{'' if tally.committed == 1 else 's'} "
+            "committed (the same command again replays them and goes on)"
+        )
     if tally.stop_error is not None:
         raise tally.stop_error
     if tally.stopped_at is not None:
@@ -217,8 +294,11 @@ def _add_records(
     with (
         open_store(settings, create=True, max_distance=radius) as store,
         _progress(settings) as progress,
+        _Interrupt().installed() as interrupt,
     ):
-        tally = _run(store, read_records(paths, options), options, on_decision, progress)
+        items = interrupt.cut(read_records(paths, options))
+        tally = _run(store, items, options, on_decision, progress)
+        tally.interrupted = interrupt.interrupted
     data, text = _summary(settings, paths, tally, store)
     emit(settings, {**describe, **data}, text, err=summary_to_stderr)
     _finish(tally)
@@ -364,5 +444,7 @@ def dedup(
         )
         describe = {"input": source, "out": out, "dups": dups}
         to_stderr = "-" in (out, dups)
+        if to_stderr:  # stdout holds records: an error is not added to them as JSON
+            click.get_current_context().find_root().meta[EMITTED] = True
         write = _writer(unique, duplicates, options.key_field)
         _add_records(settings, (source,), options, write, describe, summary_to_stderr=to_stderr)
