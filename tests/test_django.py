@@ -3,6 +3,7 @@ schema, ``manage.py simstore`` works, and ``get_store()`` rejects a near-duplica
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -126,3 +127,52 @@ def test_policy_settings_decide(tmp_path: Path, options: dict[str, object], kept
     assert shell.returncode == 0, shell.stderr
     result = [line for line in shell.stdout.splitlines() if line.startswith("RESULT")]
     assert result == [f"RESULT {options.get('POLICY', 'minhash')} {kept}"]
+
+
+def test_the_middleware_answers_a_key_conflict_409_and_invalid_input_422(tmp_path: Path) -> None:
+    database: dict[str, object] = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(tmp_path / "django.db"),
+    }
+    make_project(tmp_path, database)
+    with (tmp_path / "settings.py").open("a") as settings:
+        settings.write(
+            'ROOT_URLCONF = "urls"\nALLOWED_HOSTS = ["testserver"]\n'
+            'MIDDLEWARE = ["simstore.contrib.django.middleware.SimstoreErrorsMiddleware"]\n'
+        )
+    (tmp_path / "urls.py").write_text(
+        textwrap.dedent(
+            """
+            from django.http import JsonResponse
+            from django.urls import path
+            from simstore.contrib.django import get_store
+
+            def create_comment(request, key):
+                decision = get_store().add(request.body.decode(), key=key)
+                if not decision.inserted:
+                    return JsonResponse({"duplicate_of": decision.recorded_as}, status=409)
+                return JsonResponse({"kept": key}, status=201)
+
+            urlpatterns = [path("comments/<str:key>", create_comment)]
+            """
+        )
+    )
+    assert manage(tmp_path, "migrate").returncode == 0
+    script = (
+        "import json\n"
+        "from django.test import Client\n"
+        "client = Client()\n"
+        "def post(key, text):\n"
+        "    answer = client.post(f'/comments/{key}', text, content_type='text/plain')\n"
+        "    print('RESULT', answer.status_code, json.dumps(json.loads(answer.content)))\n"
+        f"post('c1', {TEXT!r})\n"
+        "post('c1', 'another text under the same key, not a replay')\n"
+        f"post('k' * 300, {TEXT!r})\n"
+    )
+    shell = manage(tmp_path, "shell", "-c", script)
+    assert shell.returncode == 0, shell.stderr
+    results = [line.split(" ", 2)[1:] for line in shell.stdout.splitlines() if "RESULT" in line]
+    assert [status for status, _body in results] == ["201", "409", "422"]
+    conflict, invalid = json.loads(results[1][1]), json.loads(results[2][1])
+    assert conflict["type"] == "KeyConflict" and "'c1'" in conflict["error"]
+    assert invalid["type"] == "InvalidInput" and "255" in invalid["error"]

@@ -79,6 +79,27 @@ def test_a_radius_under_the_minhash_policy_is_a_warning(
     assert "SIMSTORE_THRESHOLD" in caplog.text
 
 
+def test_a_key_conflict_is_409_and_invalid_input_422_with_the_message(tmp_path: Path) -> None:
+    app, _dedup, _db = make_app(tmp_path / "app.db")
+    client = app.test_client()
+    assert client.post("/posts/p1", data=POST).status_code == 201
+    conflict = client.post("/posts/p1", data="another text under the same key, not a replay")
+    assert conflict.status_code == 409
+    assert conflict.get_json()["type"] == "KeyConflict"
+    assert "'p1'" in conflict.get_json()["error"]
+    too_long = client.post(f"/posts/{'k' * 300}", data=POST)
+    assert too_long.status_code == 422
+    assert too_long.get_json()["type"] == "InvalidInput"
+    assert "255" in too_long.get_json()["error"]
+
+
+def test_the_error_handlers_can_be_left_out(tmp_path: Path) -> None:
+    app, _dedup, _db = make_app(tmp_path / "app.db", SIMSTORE_ERROR_HANDLERS=False)
+    app.config["PROPAGATE_EXCEPTIONS"] = False  # answer 500 as in production
+    client = app.test_client()
+    assert client.post(f"/posts/{'k' * 300}", data=POST).status_code == 500
+
+
 def test_flask_cli_upgrades_the_schema(tmp_path: Path) -> None:
     app, _dedup, _db = make_app(tmp_path / "cli.db")
     runner = app.test_cli_runner()

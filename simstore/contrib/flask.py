@@ -12,6 +12,10 @@ Configuration keys (all optional):
   which decides texts only under the SimHash policies (under ``minhash`` only bare fingerprints,
   and setting it logs a warning).
 
+- ``SIMSTORE_ERROR_HANDLERS`` (True): answer simstore's client errors raised in a view as JSON,
+  409 for a ``KeyConflict`` and 422 for ``InvalidInput`` (``simstore.contrib._errors``); other
+  errors stay Flask's (500).
+
 ``ext.store`` is the app's SimStore (made on first use, inside an app context). The ``flask
 simstore`` command group offers ``db upgrade``, ``db current``, ``db check`` and ``stats``.
 """
@@ -31,6 +35,7 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
     ) from error
 
 from simstore import migrate
+from simstore.contrib._errors import STATUS, error_response
 from simstore.contrib._knobs import store_knobs
 from simstore.store import SimStore
 
@@ -53,13 +58,24 @@ class FlaskSimStore:
         app.config.setdefault("SIMSTORE_MAX_DISTANCE", None)
         app.config.setdefault("SIMSTORE_KEEP", None)
         app.config.setdefault("SIMSTORE_AUTO_UPGRADE", None)
+        app.config.setdefault("SIMSTORE_ERROR_HANDLERS", True)
         app.extensions[EXTENSION_KEY] = _State()
         app.cli.add_command(_command_group())
+        if app.config["SIMSTORE_ERROR_HANDLERS"]:
+            for kind in STATUS:
+                app.register_error_handler(kind, _answer)
 
     @property
     def store(self) -> SimStore:
         """The current application's store (needs an application context)."""
         return store_for(current_app)
+
+
+def _answer(error: Exception) -> tuple[dict[str, Any], int]:
+    answer = error_response(error)
+    if answer is None:  # pragma: no cover - registered for the mapped errors only
+        raise error
+    return answer
 
 
 class _State:
