@@ -100,13 +100,15 @@ def signatures(texts: Sequence[str]) -> Signatures:
         hashes, counts = _gram_hashes(pieces[first:last])
         present = np.flatnonzero(counts)
         if len(present):
-            images = np.bitwise_xor.outer((hashes >> _HIGH).astype(np.uint32), _PERMUTATIONS)
+            # (VALUES, grams): each value's images lie contiguous, so the per-text minima reduce
+            # contiguous runs (an order of magnitude faster than reducing along axis 0)
+            images = np.bitwise_xor.outer(_PERMUTATIONS, (hashes >> _HIGH).astype(np.uint32))
             images *= _M32
             if last - first == 1:
-                np.minimum(result[owners[first]], images.min(axis=0), out=result[owners[first]])
+                np.minimum(result[owners[first]], images.min(axis=1), out=result[owners[first]])
             else:
                 bounds = (np.cumsum(counts) - counts)[present]
-                mins = np.minimum.reduceat(images, bounds, axis=0)
+                mins = np.minimum.reduceat(images, bounds, axis=1).T
                 np.minimum.at(result, np.asarray(owners[first:last])[present], mins)
         first = last
     return result
