@@ -1,9 +1,13 @@
-"""What the store answers: matches, decisions and namespace statistics (frozen dataclasses)."""
+"""What the store answers: matches, decisions and namespace statistics (frozen dataclasses).
+
+Every datetime here is tz-aware, in UTC. The tables hold naive UTC times (SQLite and MySQL have
+no time zones), so a time read back is given its zone here, at the boundary of the API.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from simstore.encoding import to_hex
@@ -23,6 +27,9 @@ class Match:
     added_at: datetime
     measure: str | None = None
     score: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "added_at", _aware(self.added_at))
 
     @property
     def hex(self) -> str:
@@ -63,6 +70,16 @@ class Stats:
     oldest: datetime | None
     newest: datetime | None
     partitions: int
+
+    def __post_init__(self) -> None:
+        for name in ("oldest", "newest"):
+            moment = getattr(self, name)
+            object.__setattr__(self, name, None if moment is None else _aware(moment))
+
+
+def _aware(moment: datetime) -> datetime:
+    """A naive UTC time (as the tables hold it) with its zone; an aware one as it is."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
