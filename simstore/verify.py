@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal, NamedTuple
 import numpy as np
 
 from simstore import minhash
-from simstore._algorithms import default_normalise
+from simstore._algorithms import default_normalise, default_normalise_many
 from simstore.encoding import bands
 from simstore.errors import InvalidInput, InvalidType
 from simstore.results import Match
@@ -314,6 +314,10 @@ class MinHashVerification(Policy):
         """The text as the policy compares it (before simstore's normalisation): markup, social-
         media markers stripped and traditional characters folded, when asked. A text that would be
         left empty is kept whole, so that two bare links never look identical."""
+        prepared = self._stripped(text)
+        return prepared if default_normalise(prepared) else text
+
+    def _stripped(self, text: str) -> str:
         prepared = text
         if self.strip_markup and ("\\" in prepared or "<" in prepared or "&" in prepared):
             prepared = _MARKUP.sub(" ", prepared)
@@ -321,10 +325,26 @@ class MinHashVerification(Policy):
             prepared = _SOCIAL.sub(" ", prepared)
         if self.fold_traditional:
             prepared = _traditional_folder()(prepared)
-        return prepared if default_normalise(prepared) else text
+        return prepared
 
     def plan(self, item: Item, text: str, max_distance: int) -> None:
-        normalised = default_normalise(self.prepare(text))
+        self._planned(item, default_normalise(self.prepare(text)), max_distance)
+
+    def plan_many(
+        self, items: Sequence[Item], texts: Sequence[str], max_distance: int
+    ) -> list[Item]:
+        """``plan`` for a batch: the prepared texts normalised in one pass, then signed."""
+        stripped = [self._stripped(text) for text in texts]
+        normalised = default_normalise_many(stripped)
+        for item, text, prepared, own in zip(items, texts, stripped, normalised, strict=True):
+            if not own and prepared is not text:  # stripped to nothing: the text is kept whole
+                own = default_normalise(text)
+            self._planned(item, own, max_distance)
+            item.planned = True
+        self.sign(items)
+        return list(items)
+
+    def _planned(self, item: Item, normalised: str, max_distance: int) -> None:
         item.radius = max_distance
         item.text = normalised if len(normalised) < self.short_length else None
         item.normalised = normalised  # signed with the rest of the batch (``sign``)

@@ -269,3 +269,36 @@ def test_a_long_text_mostly_in_chinese_has_its_own_threshold() -> None:
         MinHashVerification(long_threshold=0.99, cjk_long_threshold=None).confirm(b, kept_of(a), 3)
         is None
     )
+
+
+@pytest.mark.parametrize(
+    "policy", [MinHashVerification(), MinHashVerification(strip_social=True)], ids=repr
+)
+def test_a_batch_is_planned_as_each_text_is_alone(policy: MinHashVerification) -> None:
+    # plan_many normalises a batch in one pass; plan(), one text at a time, is the reference
+    texts = [
+        TEXT,
+        EDITED,
+        "<p>tags only</p>",
+        "<br/>",  # stripped to nothing: compared whole
+        "https://example.org/a @someone",
+        ".TH LS 1\n.SH NAME\nls \\- list directory contents",
+        "这是一个测试，全角标点。ＡＢＣ",
+        "nul\x00inside",
+        "",
+        "x" * 400,
+    ]
+    alone = [Item(str(j), 1, None, 3) for j in range(len(texts))]
+    for item, text in zip(alone, texts, strict=True):
+        policy.plan(item, text, 3)
+    policy.sign(alone)
+    batch = [Item(str(j), 1, None, 3) for j in range(len(texts))]
+    policy.plan_many(batch, texts, 3)
+    for one, many in zip(alone, batch, strict=True):
+        assert (one.normalised, one.text, one.mostly_cjk) == (
+            many.normalised,
+            many.text,
+            many.mostly_cjk,
+        )
+        assert (one.signature, one.band_keys) == (many.signature, many.band_keys)
+        assert many.planned
