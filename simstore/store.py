@@ -223,6 +223,40 @@ class SimStore:
         )
         return found.matches
 
+    def query_many(
+        self,
+        queries: Iterable[str | int],
+        *,
+        max_distance: int | None = None,
+        limit: int | None = None,
+        now: datetime | None = None,
+        batch_size: int = 1000,
+    ) -> list[list[Match]]:
+        """``query`` for many texts (str) or fingerprints (int) at once: one list of matches per
+        query, in order, each what ``query`` answers for it. Candidates are looked up a batch at
+        a time (the lookups ``add_many`` makes, without writing)."""
+        check_int("limit", limit, lowest=1, optional=True)
+        check_int("batch_size", batch_size, lowest=1)
+        if isinstance(queries, (str, bytes, Mapping)):
+            raise InvalidType("query_many takes an iterable of texts or fingerprints, not one")
+        raw: list[tuple[str, str | None, int | None]] = []
+        for query in queries:
+            if isinstance(query, str):
+                raw.append(("query", query, None))
+            elif isinstance(query, int) and not isinstance(query, bool):
+                raw.append(("query", None, query))
+            else:
+                kind = type(query).__name__
+                raise InvalidType(f"query_many takes texts (str) or fingerprints (int), not {kind}")
+        moment = utc_naive(now)
+        found: list[list[Match]] = []
+        for start in range(0, len(raw), batch_size):
+            items = self._items(raw[start : start + batch_size], max_distance)
+            with self._connections.lookup() as conn:
+                batch = self._finder.find(conn, items, [moment] * len(items), self._rule(), False)
+            found.extend(matches[:limit] if limit else matches for matches in batch)
+        return found
+
     def add(
         self,
         text: str | None = None,
