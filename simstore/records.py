@@ -84,11 +84,27 @@ def format_of(path: str, given: str | None) -> str:
     return guessed
 
 
-def _lines(path: str) -> Iterator[tuple[int, str | None]]:
+@dataclass
+class Meter:
+    """How far the reading has come: bytes of the input files read so far (stdin not counted)."""
+
+    read: int = 0
+
+    @staticmethod
+    def total(paths: Iterable[str]) -> int | None:
+        """The bytes there are to read, or None when one of the inputs is stdin."""
+        sizes = [None if path == "-" else os.path.getsize(path) for path in paths]
+        return None if None in sizes else sum(size or 0 for size in sizes)
+
+
+def _lines(path: str, meter: Meter | None = None) -> Iterator[tuple[int, str | None]]:
     """(line number, line without its end) for each line; None for a line that is not UTF-8."""
     with contextlib.ExitStack() as stack:
         stream = sys.stdin.buffer if path == "-" else stack.enter_context(open(path, "rb"))
+        start = 0 if meter is None else meter.read
         for number, raw in enumerate(stream, start=1):
+            if meter is not None and path != "-":
+                meter.read = start + stream.tell()
             try:
                 line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError:
@@ -118,8 +134,10 @@ def _make(source: str, line: int, data: dict[str, Any], options: InputOptions) -
     return Record(source, line, key, text, data)
 
 
-def _read_jsonl(path: str, source: str, options: InputOptions) -> Iterator[Record | Rejected]:
-    for number, line in _lines(path):
+def _read_jsonl(
+    path: str, source: str, options: InputOptions, meter: Meter | None
+) -> Iterator[Record | Rejected]:
+    for number, line in _lines(path, meter):
         if line is None:
             yield _bad(source, number, "not UTF-8")
             continue
@@ -136,21 +154,25 @@ def _read_jsonl(path: str, source: str, options: InputOptions) -> Iterator[Recor
         yield _make(source, number, data, options)
 
 
-def _read_lines(path: str, source: str, options: InputOptions) -> Iterator[Record | Rejected]:
-    for number, line in _lines(path):
+def _read_lines(
+    path: str, source: str, options: InputOptions, meter: Meter | None
+) -> Iterator[Record | Rejected]:
+    for number, line in _lines(path, meter):
         if line is None:
             yield _bad(source, number, "not UTF-8")
         elif line.strip():
             yield _make(source, number, {options.text_field: line}, options)
 
 
-def _read_csv(path: str, source: str, options: InputOptions) -> Iterator[Record | Rejected]:
+def _read_csv(
+    path: str, source: str, options: InputOptions, meter: Meter | None
+) -> Iterator[Record | Rejected]:
     undecodable: list[int] = []
     consumed = 0
 
     def decoded() -> Iterator[str]:
         nonlocal consumed
-        for number, line in _lines(path):
+        for number, line in _lines(path, meter):
             consumed = number
             if line is None:
                 undecodable.append(number)
@@ -189,12 +211,15 @@ def _read_csv(path: str, source: str, options: InputOptions) -> Iterator[Record 
 _READERS = {"jsonl": _read_jsonl, "csv": _read_csv, "lines": _read_lines}
 
 
-def read_records(paths: Iterable[str], options: InputOptions) -> Iterator[Record | Rejected]:
-    """The records of ``paths`` in order (``-`` is stdin), a ``Rejected`` in a bad one's place."""
+def read_records(
+    paths: Iterable[str], options: InputOptions, meter: Meter | None = None
+) -> Iterator[Record | Rejected]:
+    """The records of ``paths`` in order (``-`` is stdin), a ``Rejected`` in a bad one's place;
+    ``meter`` follows the bytes read."""
     if options.key_from not in KEY_FROM:
         raise InvalidInput(
             f"key_from must be one of {', '.join(KEY_FROM)}, got {options.key_from!r}"
         )
     for path in paths:
         source = STDIN_NAME if path == "-" else path
-        yield from _READERS[format_of(path, options.format)](path, source, options)
+        yield from _READERS[format_of(path, options.format)](path, source, options, meter)

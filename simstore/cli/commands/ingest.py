@@ -34,6 +34,7 @@ from simstore.records import (
     KEY_FROM,
     STDIN_NAME,
     InputOptions,
+    Meter,
     Record,
     format_of,
     read_records,
@@ -101,9 +102,9 @@ def exact_copy(record: Record | Rejected, decision: Decision) -> bool:
     )
 
 
-def _warn(progress: Progress | None, message: str) -> None:
-    if progress is not None:
-        progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
+def _warn(bar: _Bar | None, message: str) -> None:
+    if bar is not None:
+        bar.progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
     else:
         click.echo(message, err=True)
 
@@ -139,7 +140,7 @@ def _run(
     items: Iterator[Record | Rejected],
     options: InputOptions,
     on_decision: OnDecision,
-    progress: Progress | None,
+    progress: _Bar | None,
 ) -> Tally:
     """Feed the records to ``ingest``; each outcome is paired with its record (one per record)."""
     tally = Tally()
@@ -153,7 +154,7 @@ def _run(
             if warning is not None:
                 _warn(progress, warning)
             if progress is not None:
-                progress.update(progress.task_ids[0], completed=tally.read)
+                progress.update(tally.read)
     except InvalidInput as error:  # a file that cannot be read at all: stop after the rest
         tally.stop_error = error
     tally.seconds = time.perf_counter() - started
@@ -204,21 +205,57 @@ class _Interrupt:
             yield item
 
 
-def _progress(settings: Settings) -> contextlib.AbstractContextManager[Progress | None]:
+@dataclass
+class _Bar:
+    """The progress display of a run on a terminal: a bar of the bytes read with the records,
+    their rate and the time left when the input is files, a spinner and a count for stdin."""
+
+    progress: Progress
+    meter: Meter
+    total: int | None
+    started: float = dataclasses.field(default_factory=time.perf_counter)
+
+    def update(self, records: int) -> None:
+        rate = records / max(time.perf_counter() - self.started, 1e-9)
+        completed = records if self.total is None else self.meter.read
+        self.progress.update(self.progress.task_ids[0], completed=completed, records=records,
+                             rate=rate)  # fmt: skip
+
+
+def _progress(
+    settings: Settings, paths: tuple[str, ...], meter: Meter
+) -> contextlib.AbstractContextManager[_Bar | None]:
+    """A progress display on stderr when it is a terminal (never with --quiet)."""
     if settings.quiet or not sys.stderr.isatty():
         return contextlib.nullcontext()
     from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description} {task.completed:,} records"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        SpinnerColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
     )
-    progress.add_task("adding", total=None)
-    return progress
+
+    total = Meter.total(paths)
+    counts = TextColumn("{task.fields[records]:,} records, {task.fields[rate]:,.0f}/s")
+    if total is None:  # stdin: no size to measure against
+        columns: tuple[Any, ...] = (SpinnerColumn(), TextColumn("{task.description}"), counts,
+                                    TimeElapsedColumn())  # fmt: skip
+    else:
+        columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), counts,
+                   TextColumn("ETA"), TimeRemainingColumn())  # fmt: skip
+    progress = Progress(*columns, console=Console(stderr=True), transient=True)
+    progress.add_task("adding", total=total, records=0, rate=0.0)
+
+    @contextlib.contextmanager
+    def shown() -> Iterator[_Bar]:
+        with progress:
+            yield _Bar(progress, meter, total)
+
+    return shown()
 
 
 def _summary(
@@ -293,10 +330,10 @@ def _add_records(
     radius = text_radius(settings, options.max_distance)
     with (
         open_store(settings, create=True, max_distance=radius) as store,
-        _progress(settings) as progress,
+        _progress(settings, paths, meter := Meter()) as progress,
         _Interrupt().installed() as interrupt,
     ):
-        items = interrupt.cut(read_records(paths, options))
+        items = interrupt.cut(read_records(paths, options, meter))
         tally = _run(store, items, options, on_decision, progress)
         tally.interrupted = interrupt.interrupted
     data, text = _summary(settings, paths, tally, store)
