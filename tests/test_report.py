@@ -396,3 +396,20 @@ def test_png_check_tells_a_blank_page(tmp_path: Path) -> None:
         + chunk(b"IEND", b"")
     )  # fmt: skip
     assert png_size(blank) == (width, height) and len(set(png_rows(blank))) == 1
+
+
+def test_a_removed_kept_key_is_said_so(make_store: StoreFactory) -> None:
+    store = make_store()
+    fill(store, 120)
+    before = gather(store)
+    biggest = before.clusters[0]
+    assert biggest.kept_at is not None and before.orphaned == 0
+    assert store.remove(biggest.key)
+    after = gather(store, sample=10_000)
+    assert after.orphaned == biggest.size - 1
+    gone = [cluster for cluster in after.clusters if cluster.key == biggest.key]
+    assert gone and gone[0].kept_at is None and gone[0].text is None
+    pairs = [near for near in after.nearest if near.duplicate_of == biggest.key]
+    assert pairs and not any(near.kept_row for near in pairs)
+    html = store.report(sample=10_000)
+    assert "the kept row has since been removed or purged" in section_html(html, "clusters")
