@@ -413,3 +413,26 @@ def test_a_removed_kept_key_is_said_so(make_store: StoreFactory) -> None:
     assert pairs and not any(near.kept_row for near in pairs)
     html = store.report(sample=10_000)
     assert "the kept row has since been removed or purged" in section_html(html, "clusters")
+
+
+def test_reads_aggregates_and_bounded_samples_only(make_store: StoreFactory) -> None:
+    """Every query the report makes over the namespace's rows aggregates them or is bounded (a
+    LIMIT, or keys of the sample): none reads the namespace row by row."""
+    store = make_store()
+    fill(store, 120)
+    statements: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(" ".join(statement.split()).lower())
+
+    sa.event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        report = gather(store, sample=5, clusters=3)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", record)
+    assert len(report.nearest) == 5 and len(report.clusters) == 3
+    reads = [s for s in statements if s.startswith("select") and "simstore_" in s]
+    assert len(reads) >= 6
+    for statement in reads:
+        bounded = "count(" in statement or " limit " in statement or " in (" in statement
+        assert bounded, statement
