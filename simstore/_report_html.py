@@ -79,7 +79,7 @@ code { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; background: #f0f2
 .side .label { display: block; color: #5b6475; font-size: 12px; margin-bottom: 2px; }
 del { background: #fbd3d0; text-decoration: line-through; color: #7a1f17; }
 ins { background: #cdebd3; text-decoration: none; color: #14532d; }
-.inside { color: #1e6b34; } .outside { color: #a1281c; }
+.inside { color: #1e6b34; } .outside { color: #a1281c; } .at { color: #8a5a00; }
 .when, td code { white-space: nowrap; }
 .clip { max-width: 520px; white-space: pre-wrap; word-break: break-word; }
 """
@@ -402,7 +402,7 @@ def _pair_sides(report: Report, near: Near) -> str:
 
 def _pair(report: Report, near: Near) -> str:
     unit = "bits" if near.measure == DISTANCE_MEASURE else ""
-    side = "inside" if near.margin >= 0 else "outside"
+    side = "inside" if near.margin > 5e-7 else "outside" if near.margin < -5e-7 else "at"
     margin = f"{near.margin:+g} {unit}".strip() if unit else f"{near.margin:+.3f}"
     score = f"{near.measure} {_number(near.score)}" if near.score is not None else near.measure
     threshold = f"<= {near.threshold.value:g}" if unit else f">= {near.threshold.value:g}"
