@@ -1,4 +1,8 @@
-"""Reading ingest input: JSON lines, CSV and plain lines into records, bad ones kept apart.
+"""Reading ingest input: JSON lines, CSV, plain lines and Parquet into records, bad ones apart.
+
+A file whose name ends in ``.gz`` is read through gzip, its format told by the name before it
+(``posts.jsonl.gz``). Parquet needs pyarrow (the extra ``parquet``); its rows are numbered from 1
+as lines are, and read a batch at a time.
 
 A record without a key field is keyed by its text by default (``key_from="text"``): the 32 hex
 digits of BLAKE2b-128 of the text exactly as read (UTF-8), so the same records fed again, from
@@ -20,22 +24,31 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import gzip
 import hashlib
 import json
 import os
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 
 from simstore.errors import InvalidInput
 from simstore.ingest import Rejected
 
-FORMATS = ("jsonl", "csv", "lines")
-_FORMAT_OF_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".txt": "lines"}
+FORMATS = ("jsonl", "csv", "lines", "parquet")
+_FORMAT_OF_SUFFIX = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".txt": "lines",
+    ".parquet": "parquet",
+}
+PARQUET_BATCH_ROWS = 1000  # rows read from a Parquet file at a time (bounded memory)
 STDIN_NAME = "<stdin>"
 KEY_FROM = ("text", "line")
 
@@ -73,9 +86,16 @@ class InputOptions:
     key_from: str = "text"  # for records without a key field: "text" (text_key) or "line"
 
 
+def gzipped(path: str) -> bool:
+    """A file read through gzip: its name ends in ``.gz`` (``posts.jsonl.gz``, ``rows.csv.gz``)."""
+    return path != "-" and path.lower().endswith(".gz")
+
+
 def format_of(path: str, given: str | None) -> str:
-    """The --format, else a guess from the file name (usage error when there is none)."""
-    guessed = given or (None if path == "-" else _FORMAT_OF_SUFFIX.get(Path(path).suffix.lower()))
+    """The --format, else a guess from the file name, ``.gz`` aside (usage error when there is
+    none)."""
+    name = Path(path[:-3] if gzipped(path) else path)
+    guessed = given or (None if path == "-" else _FORMAT_OF_SUFFIX.get(name.suffix.lower()))
     if guessed is None:
         shown = "stdin" if path == "-" else repr(path)
         raise click.UsageError(
@@ -100,11 +120,23 @@ class Meter:
 def _lines(path: str, meter: Meter | None = None) -> Iterator[tuple[int, str | None]]:
     """(line number, line without its end) for each line; None for a line that is not UTF-8."""
     with contextlib.ExitStack() as stack:
-        stream = sys.stdin.buffer if path == "-" else stack.enter_context(open(path, "rb"))
+        file: IO[bytes] = sys.stdin.buffer if path == "-" else stack.enter_context(open(path, "rb"))
+        stream: IO[bytes] | gzip.GzipFile = file
+        if gzipped(path):
+            stream = stack.enter_context(gzip.GzipFile(fileobj=file, mode="rb"))
         start = 0 if meter is None else meter.read
-        for number, raw in enumerate(stream, start=1):
+        number = 0
+        while True:
+            try:
+                raw = stream.readline()
+            except (OSError, EOFError, zlib.error) as error:  # gzip.BadGzipFile is an OSError
+                raise InvalidInput(f"{path}: not a readable gzip file after line {number} "
+                                   f"({error})") from error  # fmt: skip
+            if not raw:
+                return
+            number += 1
             if meter is not None and path != "-":
-                meter.read = start + stream.tell()
+                meter.read = start + file.tell()  # compressed bytes for a .gz, as its size is
             try:
                 line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError:
@@ -208,7 +240,47 @@ def _read_csv(
         yield _make(source, start, dict(zip(header, row, strict=True)), options)
 
 
-_READERS = {"jsonl": _read_jsonl, "csv": _read_csv, "lines": _read_lines}
+def _read_parquet(
+    path: str, source: str, options: InputOptions, meter: Meter | None
+) -> Iterator[Record | Rejected]:
+    """A Parquet file's rows (the extra ``parquet``: pyarrow), numbered from 1 as lines are."""
+    if path == "-" or gzipped(path):
+        raise InvalidInput(
+            f"{source}: Parquet is read from a plain .parquet file, not stdin or gzip"
+        )
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InvalidInput(
+            "reading Parquet needs pyarrow: pip install 'simstore[parquet]' "
+            "(from a checkout: pip install '.[parquet]')"
+        ) from None
+    try:
+        table = pq.ParquetFile(path)
+        columns = table.schema_arrow.names
+    except Exception as error:  # pyarrow's own errors (ArrowInvalid, OSError): not Parquet
+        raise InvalidInput(f"{source}: not a Parquet file ({error})") from error
+    if options.text_field not in columns:
+        raise InvalidInput(
+            f"{source}: no {options.text_field!r} column in the Parquet file "
+            f"(columns: {', '.join(columns)}); give --text-field"
+        )
+    number = 0
+    size = os.path.getsize(path)
+    start = 0 if meter is None else meter.read
+    for index, batch in enumerate(table.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
+        for row in batch.to_pylist():
+            number += 1
+            yield _make(source, number, row, options)
+        if meter is not None:  # by row groups read, as far as the file tells
+            meter.read = start + size * (index + 1) * PARQUET_BATCH_ROWS // max(
+                table.metadata.num_rows, 1
+            )
+    if meter is not None:
+        meter.read = start + size
+
+
+_READERS = {"jsonl": _read_jsonl, "csv": _read_csv, "lines": _read_lines, "parquet": _read_parquet}
 
 
 def read_records(

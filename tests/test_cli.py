@@ -201,6 +201,41 @@ def test_csv_and_lines_formats(cli: Cli) -> None:
     assert "no 'text' column" in result.stderr
 
 
+def test_gzip_and_parquet_inputs(cli: Cli) -> None:
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [
+        {"id": f"g{n}", "text": f"record {n}: {LONG_TEXT}"[:: 1 if n % 2 else -1]} for n in range(4)
+    ]
+    with gzip.open(cli.folder / "posts.jsonl.gz", "wt", encoding="utf-8") as packed:
+        packed.writelines(json.dumps(row) + "\n" for row in rows)
+    with gzip.open(cli.folder / "posts.csv.gz", "wt", encoding="utf-8", newline="") as packed:
+        writer = csv.DictWriter(packed, ["id", "text"])
+        writer.writeheader()
+        writer.writerows({"id": f"c{n}", "text": row["text"]} for n, row in enumerate(rows))
+    pq.write_table(
+        pa.Table.from_pylist([{"id": f"p{n}", "text": row["text"]} for n, row in enumerate(rows)]),
+        cli.folder / "posts.parquet",
+    )
+    first = cli.json("ingest", "posts.jsonl.gz")
+    assert (first["read"], first["skipped"]) == (4, 0)
+    for name, prefix in (("posts.csv.gz", "c"), ("posts.parquet", "p")):
+        again = cli.json("ingest", name)
+        assert (again["read"], again["kept"], again["duplicates"]) == (4, 0, 4)  # the same texts
+        assert {key for key in decisions(cli) if key.startswith(prefix)} == {
+            f"{prefix}{n}" for n in range(4)
+        }
+    (cli.folder / "broken.jsonl.gz").write_bytes(b"not gzip at all\n")
+    broken = cli("ingest", "broken.jsonl.gz")
+    assert broken.returncode == 4 and "not a readable gzip file" in broken.stderr
+    pq.write_table(pa.Table.from_pylist([{"id": "x", "body": "no text"}]), cli.folder / "x.parquet")
+    wrong = cli("ingest", "x.parquet")
+    assert wrong.returncode == 4 and "no 'text' column" in wrong.stderr
+
+
 def test_stdin_needs_a_format(cli: Cli) -> None:
     result = cli("--json", "ingest", "--format", "lines", "-", stdin=f"{LONG_TEXT}\nsecond\n")
     assert result.returncode == 0, result.stderr

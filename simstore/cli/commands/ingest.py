@@ -348,7 +348,8 @@ def input_options(command: F) -> F:
             "--format",
             "format_",
             type=click.Choice(FORMATS),
-            help="Input format [default: from the extension: .jsonl/.ndjson, .csv, .txt]. "
+            help="Input format [default: from the extension: .jsonl/.ndjson, .csv, .txt, .parquet; "
+            "a further .gz is read through gzip]. 'parquet' needs pip install 'simstore[parquet]'. "
             "'lines' makes one record per non-blank line (keyed as --key-from says).",
         ),
         click.option(
