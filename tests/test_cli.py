@@ -625,6 +625,33 @@ def test_fingerprint_and_presets_need_no_database(tmp_path: Path) -> None:
     assert sum(preset["default"] for preset in names) == 1
 
 
+def test_a_text_that_starts_with_a_dash_goes_after_double_dash(filled: Cli) -> None:
+    refused, printed, found, helped = filled.many(
+        ("fingerprint", "-20% off everything"),
+        ("--json", "fingerprint", "--", "-20% off everything"),
+        ("--json", "query", "--", "-" + LONG_TEXT),
+        ("--help",),
+    )
+    assert refused.returncode == 2 and "No such option" in refused.stderr
+    assert loads(printed)["fingerprint"] == to_hex(fingerprint("-20% off everything"))
+    assert [match["key"] for match in loads(found)["matches"]][:1] == ["a"]
+    assert "goes after '--'" in helped.stdout
+
+
+def test_a_missing_extra_is_named_with_its_install_line_not_unexpected(tmp_path: Path) -> None:
+    fake = tmp_path / "fake" / "jieba"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ImportError("no jieba here")\n')
+    cli = Cli(tmp_path, f"sqlite:///{tmp_path / 'store.db'}")
+    result = cli(
+        "--preset", "jieba-tfidf", "fingerprint", "今天天气很好",
+        env={"PYTHONPATH": str(tmp_path / "fake")},
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "pip install 'simstore[zh]'" in result.stderr
+    assert "unexpected" not in result.stderr
+
+
 # --- errors and exit codes ---------------------------------------------------------------------
 
 

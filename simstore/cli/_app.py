@@ -159,6 +159,10 @@ class _Main(click.Group):
             raise  # not reached
         except OSError as error:
             raise InputFailure(str(error)) from error
+        except ImportError as error:
+            if "pip install" not in str(error):  # not a missing extra: a bug, shown as one
+                raise Failure(f"unexpected ImportError: {error}") from error
+            raise Failure(str(error)) from error  # a missing extra, named with its install line
         except Exception as error:
             settings = ctx.find_object(Settings)
             if settings and settings.debug:
@@ -180,6 +184,8 @@ Exit codes:
   4  invalid input (bad text, key, preset, policy, distance or duration)
   130  interrupted (Ctrl-C); ingest and dedup say how many records were committed
   141  stdout was closed before the end (e.g. piped into head); nothing is printed
+
+A TEXT that starts with '-' goes after '--', which ends the options: simstore query -- '-20% off'.
 
 Errors are one line on stderr: "simstore: error: ..."; --debug adds the traceback. With --json
 an error is also a JSON document on stdout: {"error": ..., "exit_code": ...}.""",

@@ -36,7 +36,8 @@ TEXTS_NOT_STORED = (
 def query(settings: Settings, text: str, max_distance: int | None, limit: int | None) -> None:
     """Kept fingerprints near TEXT, nearest first.
 
-    TEXT '-' reads stdin. Shows the policy that decided and, for each match, its key, distance,
+    TEXT '-' reads stdin; a text that starts with '-' goes after '--' (simstore query -- '-20%
+    off'). Shows the policy that decided and, for each match, its key, distance,
     the measure and score that confirmed it ('-': the distance decided), its fingerprint and when
     it was added. Nothing is added.
     """
