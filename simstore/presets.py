@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from simstore.errors import InvalidInput, UnknownPreset
 
@@ -29,6 +30,10 @@ class Preset:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    def __reduce__(self) -> tuple[Any, ...]:  # a mapping proxy does not pickle; its dict does
+        fields = (self.name, self.version, self.algorithm, dict(self.params), self.bits)
+        return (Preset, (*fields, self.summary))
 
     @property
     def label(self) -> str:

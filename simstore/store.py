@@ -9,10 +9,11 @@ transactions are ``simstore._connections``; purge, removal and statistics ``sims
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from simstore import handover, maintenance
 from simstore._connections import Connections
 from simstore._finder import LOOKUPS, Finder, Rule
 from simstore._namespace import open_namespace, prepare_schema, warn_about_partitions
+from simstore._planning import planned_ahead
 from simstore._writer import Writer
 from simstore.batch import plan_items
 from simstore.encoding import from_signed
@@ -175,14 +177,7 @@ class SimStore:
     # --- deciding ------------------------------------------------------------------------------
 
     def _items(self, raw: Sequence[tuple[Any, Any, Any]], max_distance: int | None) -> list[Item]:
-        explicit = None if max_distance is None else check_radius(max_distance)
-        return plan_items(
-            raw,
-            preset=self.preset,
-            policy=self.policy,
-            max_distance=self.max_distance,
-            explicit=explicit,
-        )
+        return _plan(raw, self.preset, self.policy, self.max_distance, max_distance)
 
     def _rule(self) -> Rule:
         return Rule(self.policy, self.max_distance)
@@ -293,47 +288,49 @@ class SimStore:
         batch_size: int = 1000,
         max_distance: int | None = None,
         at: datetime | None = None,
-    ) -> Iterator[Decision]:
-        """Add many items, one transaction per batch; yields a Decision per item in input order.
+        workers: int = 1,
+    ) -> Generator[Decision, None, None]:
+        """Add many items, one transaction per batch; yields a Decision per item in input order
+        (``close()`` it to stop early: batches whose decisions it has not begun to yield are not
+        written).
 
         Items are ``(key, text)`` pairs or mappings with ``key`` and ``text`` or ``fingerprint``
         (and optionally ``at``). Near-duplicates inside a batch resolve in input order. If a batch
         fails, nothing of it is written and ``BatchFailed.committed`` says how many items were.
+        ``workers`` > 1: the next batches are fingerprinted and signed in that many worker
+        processes while this one writes (worth it for thousands of texts; decisions are the same).
         """
         check_int("batch_size", batch_size, lowest=1)
+        check_int("workers", workers, lowest=1)
         if isinstance(items, (str, bytes, Mapping)):
             raise InvalidType("add_many takes an iterable of items, not a single item")
         try:
             iterator = iter(items)
         except TypeError:
             raise InvalidType(f"add_many takes an iterable, not {type(items).__name__}") from None
+        plan = functools.partial(
+            _plan_batch,
+            preset=self.preset,
+            policy=self.policy,
+            store_radius=self.max_distance,
+            max_distance=max_distance,
+        )
         committed = 0
-        batch: list[tuple[Any, Any, Any, Any]] = []
-        for raw in iterator:
-            try:
-                batch.append(_unpack(raw))
-            except SimstoreError as error:
-                raise BatchFailed(
-                    f"item {committed + len(batch)} is malformed ({error}); its batch was not "
-                    f"written ({committed} items before it are committed)",
-                    committed,
-                ) from error
-            if len(batch) >= batch_size:
-                yield from self._add_batch(batch, max_distance, at, committed)
-                committed += len(batch)
-                batch = []
-        if batch:
-            yield from self._add_batch(batch, max_distance, at, committed)
+        for batch, planned in planned_ahead(_read_batches(iterator, batch_size), plan, workers):
+            if isinstance(batch, Exception):
+                raise batch
+            yield from self._add_batch(batch, planned, at, committed)
+            committed += len(batch)
 
     def _add_batch(
         self,
-        raw: list[tuple[Any, Any, Any, Any]],
-        max_distance: int | None,
+        raw: list[RawItem],
+        planned: Callable[[], list[Item]],
         at: datetime | None,
         committed: int,
     ) -> list[Decision]:
         try:
-            items = self._items([(key, text, fp) for key, text, fp, _when in raw], max_distance)
+            items = planned()
             batch_moment = utc_naive(at)  # one transaction, one moment, unless an item says
             moments = [batch_moment if when is None else utc_naive(when) for *_, when in raw]
             with self._connections.transaction() as conn:
@@ -481,3 +478,58 @@ def _unpack(raw: object) -> tuple[Any, Any, Any, Any]:
     if isinstance(raw, tuple) and len(raw) == 2:
         return raw[0], raw[1], None, None
     raise InvalidInput("add_many items are (key, text) pairs or mappings with a key")
+
+
+RawItem = tuple[Any, Any, Any, Any]  # an add_many item unpacked: key, text, fingerprint, at
+
+
+def _read_batches(items: Iterator[object], size: int) -> Iterator[list[RawItem] | BatchFailed]:
+    """add_many's items in batches of ``size``; a malformed item ends them with its BatchFailed
+    (raised in its turn, after the batches before it are written)."""
+    committed = 0
+    batch: list[RawItem] = []
+    for raw in items:
+        try:
+            batch.append(_unpack(raw))
+        except SimstoreError as error:
+            failure = BatchFailed(
+                f"item {committed + len(batch)} is malformed ({error}); its batch was not "
+                f"written ({committed} items before it are committed)",
+                committed,
+            )
+            failure.__cause__ = error
+            yield failure
+            return
+        if len(batch) >= size:
+            yield batch
+            committed += len(batch)
+            batch = []
+    if batch:
+        yield batch
+
+
+def _plan(
+    raw: Sequence[tuple[Any, Any, Any]],
+    preset: Preset,
+    policy: Policy,
+    store_radius: int,
+    max_distance: int | None,
+) -> list[Item]:
+    """The items of (key, text, fingerprint) triples; ``max_distance``: the caller's radius."""
+    explicit = None if max_distance is None else check_radius(max_distance)
+    return plan_items(
+        raw, preset=preset, policy=policy, max_distance=store_radius, explicit=explicit
+    )
+
+
+def _plan_batch(
+    raw: Sequence[RawItem],
+    *,
+    preset: Preset,
+    policy: Policy,
+    store_radius: int,
+    max_distance: int | None,
+) -> list[Item]:
+    """``_plan`` of an add_many batch (module level: a worker process runs it)."""
+    triples = [(key, text, value) for key, text, value, _at in raw]
+    return _plan(triples, preset, policy, store_radius, max_distance)

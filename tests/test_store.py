@@ -6,6 +6,7 @@ import random
 import threading
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -338,3 +339,76 @@ def test_a_replay_says_so_and_names_the_removed_key_it_was_recorded_against(
     recorded = store.get("b")
     assert recorded is not None and recorded.replayed
     assert recorded.duplicate_of is None and recorded.recorded_as == "a"  # the truth, not None
+
+
+def _corpus_with_copies(count: int) -> list[tuple[str, str]]:
+    """Distinct texts, each followed later by a near copy (a word changed), and a few exact ones."""
+    words = [
+        "river",
+        "stone",
+        "lantern",
+        "orchard",
+        "signal",
+        "copper",
+        "meadow",
+        "harbor",
+        "ember",
+        "violet",
+    ]
+    texts = [
+        " ".join(words[(i * 7 + j) % len(words)] + str(i * 31 + j) for j in range(40))
+        for i in range(count)
+    ]
+    items = [(f"t{i}", text) for i, text in enumerate(texts)]
+    items += [
+        (f"near{i}", text.replace(str(i * 31 + 5), "changed")) for i, text in enumerate(texts)
+    ]
+    items += [(f"copy{i}", texts[i]) for i in range(0, count, 9)]
+    return items
+
+
+def test_add_many_with_worker_processes_decides_as_one_process_does(
+    make_store: StoreFactory,
+) -> None:
+    items = _corpus_with_copies(120)
+    alone = make_store(namespace="alone")
+    pooled = make_store(namespace="pooled")
+    expected = list(alone.add_many(items, batch_size=25))
+    got = list(pooled.add_many(items, batch_size=25, workers=2))
+    assert [(d.key, d.inserted, d.recorded_as) for d in got] == [
+        (d.key, d.inserted, d.recorded_as) for d in expected
+    ]
+    assert sum(not d.inserted for d in expected) >= 120  # the near copies were found
+    assert pooled.stats().kept == alone.stats().kept
+
+
+@pytest.mark.parametrize("bad", [("", "a bad key"), ("bad", b"bytes"), ("bad",)], ids=str)
+def test_a_bad_item_planned_ahead_fails_its_own_batch_only(
+    make_store: StoreFactory, bad: tuple[str, ...]
+) -> None:
+    # the workers plan batches ahead; what they find wrong must surface in the batch's turn,
+    # after every batch before it is written, and nothing after it
+    store = make_store()
+    items: list[Any] = [(f"k{i}", f"document number {i} " * 5) for i in range(10)]
+    items.insert(7, bad)
+    with pytest.raises(BatchFailed) as failure:
+        list(store.add_many(items, batch_size=3, workers=2))
+    assert failure.value.committed == 6
+    assert store.stats().decisions == 6
+    assert store.get("k5") is not None and store.get("k6") is None
+
+
+def test_add_many_stopped_early_with_workers_writes_only_what_it_yielded(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    decisions = store.add_many(_corpus_with_copies(40), batch_size=10, workers=2)
+    first = [next(decisions) for _ in range(10)]
+    decisions.close()  # the pool is shut down; the batches it planned ahead are not written
+    assert store.stats().decisions == 10
+    assert all(d.inserted for d in first)
+
+
+def test_add_many_refuses_a_worker_count_below_one(make_store: StoreFactory) -> None:
+    with pytest.raises(InvalidInput, match="workers"):
+        list(make_store().add_many([("a", "text")], workers=0))
