@@ -87,14 +87,16 @@ _BUILTIN = [
         1,
         "char-window-md5",
         {"width": 4, "weighting": "pre"},
-        summary="seed 000: windows in text order, the first n//2+1 weigh 3, the rest 1",
+        summary="character 4-gram windows in text order; the first n//2+1 weigh 3, the rest 1 "
+        "(a reference Scala program's 'pre' weighting)",
     ),
     Preset(
         "char4-suf",
         1,
         "char-window-md5",
         {"width": 4, "weighting": "suf"},
-        summary="seed 000: windows in text order, the last n//2+1 weigh 3, the rest 1",
+        summary="character 4-gram windows in text order; the last n//2+1 weigh 3, the rest 1 "
+        "(a reference Scala program's 'suf' weighting)",
     ),
     Preset(
         "tokens-strhash",
@@ -102,15 +104,16 @@ _BUILTIN = [
         "token-strhash",
         {},
         bits=(64, 128),
-        summary="seed 003's Python/Java SimHash: whitespace tokens, the seeds' string hash, "
-        "bit set when its sum is >= 0",
+        summary="whitespace tokens, a Python-2-style string hash, bit set when its sum is >= 0 "
+        "(a reference Python/Java SimHash program)",
     ),
     Preset(
         "jieba-tfidf",
         1,
         "jieba-tfidf",
         {"top_k": 10},
-        summary="seed 001: jieba TF-IDF keywords (float weights), the seeds' string hash",
+        summary="jieba TF-IDF keywords of Chinese text (float weights), a Python-2-style string "
+        "hash; needs the zh extra",
     ),
 ]
 _REGISTRY: dict[str, Preset] = {preset.name: preset for preset in _BUILTIN}

@@ -623,6 +623,7 @@ def test_fingerprint_and_presets_need_no_database(tmp_path: Path) -> None:
     names = loads(listed)
     assert [preset["name"] for preset in names] == presets()
     assert sum(preset["default"] for preset in names) == 1
+    assert not [p["name"] for p in names if "seed" in p["summary"]]  # meaningful to a user
 
 
 def test_a_text_that_starts_with_a_dash_goes_after_double_dash(filled: Cli) -> None:
