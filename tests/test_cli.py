@@ -604,6 +604,7 @@ def test_db_check_fails_until_upgrade(cli: Cli) -> None:
     assert checked.returncode == 1
     assert "simstore db upgrade" in checked.stderr
     assert cli.json("db", "current")["revision"] is None
+    assert not (cli.folder / "store.db").exists()  # neither check nor current made the file
     upgraded = cli.json("db", "upgrade")
     assert upgraded["revision"] == upgraded["head"]
     assert cli("db", "check").returncode == 0
