@@ -31,6 +31,7 @@ from simstore.errors import (
     KeyConflict,
     SchemaOutOfDate,
 )
+from simstore.validate import check_int
 
 if TYPE_CHECKING:
     from simstore.results import Decision
@@ -73,9 +74,12 @@ def ingest(
     *,
     batch_size: int = 1000,
     strict: bool = False,
+    workers: int = 1,
 ) -> Iterator[Decision | Rejected]:
-    """Add ``records`` a batch at a time; yield a Decision or a Rejected per record, in order."""
-    return _Ingest(store, iter(records), batch_size, strict).run()
+    """Add ``records`` a batch at a time; yield a Decision or a Rejected per record, in order
+    (``workers``: processes that plan the next batches, as ``SimStore.add_many``'s)."""
+    check_int("workers", workers, lowest=1)
+    return _Ingest(store, iter(records), batch_size, strict, workers).run()
 
 
 @dataclass
@@ -114,8 +118,11 @@ def _pending(record: object) -> _Pending | Rejected:
 class _Ingest:
     """One run: the records fed and not yet answered, in input order, and when to stop."""
 
-    def __init__(self, store: SimStore, source: Iterator[Any], batch_size: int, strict: bool):
+    def __init__(
+        self, store: SimStore, source: Iterator[Any], batch_size: int, strict: bool, workers: int
+    ):
         self.store = store
+        self.workers = workers
         self.source = source
         self.batch_size = batch_size
         self.strict = strict
@@ -164,7 +171,9 @@ class _Ingest:
     def run(self) -> Iterator[Decision | Rejected]:
         while not self.stopped:
             try:
-                for decision in self.store.add_many(self._feed(), batch_size=self.batch_size):
+                for decision in self.store.add_many(
+                    self._feed(), batch_size=self.batch_size, workers=self.workers
+                ):
                     yield from self._rejected_first()
                     self.waiting.popleft()
                     yield decision

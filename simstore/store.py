@@ -352,10 +352,11 @@ class SimStore:
         *,
         batch_size: int = 1000,
         strict: bool = False,
+        workers: int = 1,
     ) -> Iterator[Decision | Rejected]:
         """``add_many`` that loses only the bad records: a failed batch is retried item by item,
         and each record yields its Decision or a ``Rejected`` (``simstore.ingest``)."""
-        return ingest_records(self, records, batch_size=batch_size, strict=strict)
+        return ingest_records(self, records, batch_size=batch_size, strict=strict, workers=workers)
 
     def load(
         self, rows: Iterable[Any], *, at: datetime | None = None, batch_size: int = 5_000

@@ -152,3 +152,30 @@ def test_a_failing_database_is_raised_not_counted_as_bad_records(tmp_path: Path)
         with pytest.raises(DatabaseUnavailable):
             seen.extend(ingest(store, [("library", LIBRARY), ("market", MARKET)]))
         assert seen == []
+
+
+def test_with_worker_processes_bad_records_cost_the_same_and_outcomes_keep_their_order(
+    tmp_path: Path,
+) -> None:
+    # the workers plan batches ahead of the one being written; a batch that fails is retried
+    # record by record, so the records read ahead must come out as they would without workers
+    texts = [FERRY, LIBRARY, MARKET]
+    records: list[tuple[str, Any]] = []
+    for n in range(30):
+        records.append((f"r{n}", f"{texts[n % 3]} Notice {n * 7919} of {n * 104729}."))
+        if n % 7 == 3:
+            records.append((f"bad{n}", None))
+    outcomes = {}
+    for workers in (1, 2):
+        with SimStore(f"sqlite:///{tmp_path / f'w{workers}.db'}") as target:
+            outcomes[workers] = summary(
+                list(ingest(target, records, batch_size=4, workers=workers))
+            )
+    assert outcomes[2] == outcomes[1]
+    assert sum(shown == "rejected" for _key, shown in outcomes[2]) == 4  # n = 3, 10, 17, 24
+    assert len(outcomes[2]) == len(records)
+
+
+def test_a_worker_count_below_one_is_refused(store: SimStore) -> None:
+    with pytest.raises(InvalidInput, match="workers"):
+        ingest(store, [("a", FERRY)], workers=0)
