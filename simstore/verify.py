@@ -320,7 +320,7 @@ class MinHashVerification(Policy):
     def _stripped(self, text: str) -> str:
         prepared = text
         if self.strip_markup and ("\\" in prepared or "<" in prepared or "&" in prepared):
-            prepared = _MARKUP.sub(" ", prepared)
+            prepared = strip_markup(prepared)
         if self.strip_social:
             prepared = _SOCIAL.sub(" ", prepared)
         if self.fold_traditional:
@@ -446,15 +446,27 @@ _SOCIAL = re.compile(
 
 
 # Markup that says nothing about the content: roff comment lines (a man page's shared preamble)
-# and the requests and font or character escapes of roff, HTML and XML tags and entities.
-_MARKUP = re.compile(
-    r"^[.'][ \t]*\\\".*$"  # roff comment line: .\" or '\"
-    r"|^\.[A-Za-z]{1,3}\b"  # roff request at the start of a line (.TH, .SH, .B, .IP ...)
-    r"|\\f(?:[BIRP1-4]|\([A-Z]{2}|\[[A-Z]*\])|\\[(][^\s]{2}|\\[-&e|^~0]"  # roff escapes
-    r"|</?[A-Za-z][^<>]{0,200}>"  # HTML / XML tags
-    r"|&(?:[A-Za-z]{2,8}|#\d{1,6}|#x[0-9A-Fa-f]{1,6});",  # entities
-    re.MULTILINE,
-)
+# and the requests and font or character escapes of roff, HTML and XML tags and entities. One
+# pattern per kind, each run only when its first character occurs: a single alternation of the
+# four tried every branch at every position (2.7x slower on the dataset's markup texts, with the
+# same normalised results on all of them; tests/test_policies.py checks the two agree).
+_ROFF_LINE = re.compile(r"^[.'][ \t]*\\\".*$|^\.[A-Za-z]{1,3}\b", re.MULTILINE)
+_ROFF_ESCAPE = re.compile(r"\\(?:f(?:[BIRP1-4]|\([A-Z]{2}|\[[A-Z]*\])|[(][^\s]{2}|[-&e|^~0])")
+_TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
+_ENTITY = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,6}|#x[0-9A-Fa-f]{1,6});")
+
+
+def strip_markup(text: str) -> str:
+    """``text`` with roff comment lines, requests and escapes, tags and entities made spaces."""
+    if "." in text or "'" in text:
+        text = _ROFF_LINE.sub(" ", text)
+    if "\\" in text:
+        text = _ROFF_ESCAPE.sub(" ", text)
+    if "<" in text:
+        text = _TAG.sub(" ", text)
+    if "&" in text:
+        text = _ENTITY.sub(" ", text)
+    return text
 
 
 @functools.cache
