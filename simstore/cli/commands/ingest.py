@@ -161,8 +161,9 @@ def _run(
     return tally
 
 
-class _StopReading(Exception):
-    """Raised by the SIGINT handler while the input is being read: end the input there."""
+class _StopReading(BaseException):
+    """Raised by the SIGINT handler while the input is being read: end the input there (a
+    BaseException, as KeyboardInterrupt is, so that no reader's ``except Exception`` takes it)."""
 
 
 class _Interrupt:
