@@ -110,6 +110,7 @@ def _would_purge(
         partition_rows = 0
         if layout is not None:  # the partitions past the database's window go whole
             dropped = _dropped_before(layout, now)
+        if dropped is not None:
             for table, moment in _TIMES.items():
                 partition_rows += _count(conn, table, moment < dropped)
         counts = []
@@ -154,15 +155,19 @@ def _purge_rows(connections: Connections, ns_id: int, cutoff: int) -> tuple[int,
             return total, band_keys
 
 
-def _dropped_before(layout: partitions.Partitioning, now: datetime) -> datetime:
-    """The rows added before this moment sit in partitions a purge at ``now`` drops whole.
+def _dropped_before(layout: partitions.Partitioning, now: datetime) -> datetime | None:
+    """The rows added before this moment sit in partitions a purge at ``now`` drops whole (None:
+    it drops none).
 
     Partitions are aligned to the interval, so those that end at or before now - keep hold
-    exactly the rows added before that moment floored to the interval.
+    exactly the rows added before that moment floored to the interval; but the legacy partition
+    (everything before the first boundary, the table as it was when partitioned) goes only once
+    the first boundary itself is that old, and until then no partition is dropped at all.
     """
     step = int(layout.interval.total_seconds())
     seconds = int((now - layout.keep - EPOCH).total_seconds())
-    return EPOCH + timedelta(seconds=seconds // step * step)
+    boundary = EPOCH + timedelta(seconds=seconds // step * step)
+    return boundary if layout.first_boundary <= boundary else None
 
 
 def _purge_band_keys_before_drop(
@@ -172,6 +177,8 @@ def _purge_band_keys_before_drop(
     dropped (every namespace's: the partitions are shared), while their signatures are there.
     """
     boundary = _dropped_before(layout, now)
+    if boundary is None:  # no partition goes: every row keeps its band keys
+        return 0
     last = None
     deleted = 0
     while True:
