@@ -3,21 +3,29 @@
 A store is bound to a URL (simstore makes and owns the engine), a caller's Engine, or a caller's
 Connection (simstore works inside the caller's transaction with savepoints and never commits it).
 On a SQLite engine of simstore's own each thread keeps one connection: checking one out of
-SQLAlchemy's pool and back costs about as much as the lookups of a query at 1M rows.
+SQLAlchemy's pool and back costs about as much as the lookups of a query at 1M rows. On a server
+engine of simstore's own, queries go through a second engine in autocommit that neither pings a
+connection on checkout nor rolls it back on return: a query is then its lookup statements and
+nothing else (it was about six round trips: ping, isolation set and reset, lookup, COMMIT,
+rollback). A connection the server dropped fails its first statement; ``read`` retries once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy import exc
 from sqlalchemy.engine import URL, Connection, Engine
 
 from simstore.db import redact, resolve_bind, translate_errors
-from simstore.errors import SimstoreError
+from simstore.errors import DatabaseUnavailable, SimstoreError
 from simstore.schema import namespaces
+
+Result = TypeVar("Result")
 
 
 def _start_pysqlite_transaction(conn: Connection) -> None:
@@ -46,6 +54,11 @@ class Connections:
         )
         self.dialect = self.engine.dialect.name
         self.url = redact(self.engine.url)
+        self._reader: Engine | None = None  # servers, engine of simstore's own: for lookups
+        if self.owns_engine and self.dialect != "sqlite":
+            self._reader = sa.create_engine(
+                self.engine.url, isolation_level="AUTOCOMMIT", pool_reset_on_return=None
+            )
 
     @property
     def target(self) -> Engine | Connection:
@@ -99,10 +112,29 @@ class Connections:
         with self.transaction() as conn:
             yield conn
 
+    def read(self, work: Callable[[Connection], Result]) -> Result:
+        """``work`` on a ``lookup`` connection; once more on a fresh one when the server had
+        dropped the first (reads change nothing, so a retry is safe)."""
+        try:
+            with self.lookup() as conn:
+                return work(conn)
+        except DatabaseUnavailable as error:
+            cause = error.__cause__
+            if not (self._reader and isinstance(cause, exc.DBAPIError)):
+                raise
+            if not cause.connection_invalidated:
+                raise
+        with self.lookup() as conn:
+            return work(conn)
+
     @contextlib.contextmanager
     def lookup(self) -> Iterator[Connection]:
         """The cheapest scope for a query's statements (run on the DBAPI cursor): this thread's
-        kept connection when there is one, else ``reading``."""
+        kept connection on SQLite, the autocommit reader on a server, else ``reading``."""
+        if self._reader is not None:
+            with translate_errors(self.engine.url), self._reader.connect() as conn:
+                yield conn
+            return
         kept = self.kept()
         if kept is None:
             with self.reading() as conn:
@@ -149,3 +181,5 @@ class Connections:
             kept.close()
         if self.owns_engine:
             self.engine.dispose()
+        if self._reader is not None:
+            self._reader.dispose()

@@ -228,12 +228,14 @@ class Finder:
             near = {
                 row_id for row_id, value in rows if ((value ^ query) & MASK64).bit_count() <= radius
             }
-        keyed = set()
-        if item.band_keys:
-            keyed = self._key_groups(conn, item, params, rule.policy.min_shared(item))
-        if not (near or keyed):
+        details: dict[int, Kept] = {}
+        if item.band_keys:  # candidates by band keys come with their details: one round trip
+            details = self._sharing_keys(conn, item, params, rule.policy.min_shared(item))
+        keyed = set(details)
+        if near - keyed:
+            details.update(self._row_details(conn, near - keyed))
+        if not details:
             return []
-        details = self._row_details(conn, near | keyed)
         return self._matches(item, moment, near, keyed, details, rule)
 
     def _matches(
@@ -260,15 +262,16 @@ class Finder:
                 matches.append(match)
         return sort_matches(matches)
 
-    def _key_groups(
+    def _sharing_keys(
         self, conn: Connection, item: Item, params: Mapping[str, Any], least: int
-    ) -> set[int]:
-        """Rows sharing at least ``least`` of one item's band keys (the database counts)."""
+    ) -> dict[int, Kept]:
+        """The rows sharing at least ``least`` of one item's band keys (the database counts),
+        with what confirming them needs."""
         keys = item.band_keys  # distinct (Policy.sign)
-        statement = prepared.band_key_groups(conn.dialect, len(keys), "cutoff" in params)
+        statement = prepared.rows_sharing_band_keys(conn.dialect, len(keys), "cutoff" in params)
         values = {f"k{j}": key for j, key in enumerate(keys)}
         rows = statement.run(conn, {**params, **values, "least": least})
-        return {int(row[0]) for row in rows}
+        return self._as_kept(rows)
 
     def _lsh_candidates(
         self, conn: Connection, items: Sequence[Item], params: Mapping[str, Any], policy: Policy
@@ -364,13 +367,21 @@ class Finder:
         found: dict[int, Kept] = {}
         for chunk in chunks(sorted(ids), prepared.MAX_IN):
             statement = prepared.rows_by_id(conn.dialect, prepared.padded(len(chunk)))
-            for row in statement.run(conn, {"ns": self.ns_id, **padded_params("i", chunk)}):
-                row_id, key, added_at, text, value, signature = row
-                found[int(row_id)] = Kept(
-                    key,
-                    int(value) & MASK64,
-                    prepared.as_datetime(added_at),
-                    text,
-                    None if signature is None else bytes(signature),
-                )
+            found.update(
+                self._as_kept(statement.run(conn, {"ns": self.ns_id, **padded_params("i", chunk)}))
+            )
         return found
+
+    @staticmethod
+    def _as_kept(rows: Iterable[Sequence[Any]]) -> dict[int, Kept]:
+        """``prepared.rows_by_id``'s rows by id."""
+        return {
+            int(row_id): Kept(
+                key,
+                int(value) & MASK64,
+                prepared.as_datetime(added_at),
+                text,
+                None if signature is None else bytes(signature),
+            )
+            for row_id, key, added_at, text, value, signature in rows
+        }

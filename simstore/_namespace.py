@@ -96,8 +96,9 @@ def _read_namespace(connections: Connections, name: str) -> SimpleNamespace | No
     """The namespace's row, read with one prepared SELECT on the cheapest connection (on SQLite
     this thread's kept one, without a transaction): an open of an existing namespace writes
     nothing."""
-    with connections.lookup() as conn:
-        found = prepared.namespace_by_name(conn.dialect).run(conn, {"name": name})
+    found = connections.read(
+        lambda conn: prepared.namespace_by_name(conn.dialect).run(conn, {"name": name})
+    )
     if not found:
         return None
     return SimpleNamespace(**dict(zip(namespaces.c.keys(), found[0], strict=True)))

@@ -8,6 +8,7 @@ padded to power-of-two sizes so that the number of distinct shapes (cached state
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -95,12 +96,21 @@ class Prepared:
             cursor.execute(self.sql, params)
             return [] if cursor.description is None else list(cursor.fetchall())
         except conn.dialect.loaded_dbapi.Error as error:
-            # wrapped as SQLAlchemy would (IntegrityError, OperationalError, ...)
+            # wrapped as SQLAlchemy would (IntegrityError, OperationalError, ...), and a dropped
+            # connection invalidated as SQLAlchemy would, so that the pool replaces it
+            dropped = conn.dialect.is_disconnect(error, conn.connection.dbapi_connection, cursor)
+            if dropped:
+                conn.invalidate(error)
             raise sa.exc.DBAPIError.instance(
-                self.sql, params, error, conn.dialect.loaded_dbapi.Error
+                self.sql,
+                params,
+                error,
+                conn.dialect.loaded_dbapi.Error,
+                connection_invalidated=dropped,
             ) from error
         finally:
-            cursor.close()
+            with contextlib.suppress(conn.dialect.loaded_dbapi.Error):
+                cursor.close()
 
 
 _cache: dict[tuple[Any, ...], Prepared] = {}
@@ -281,24 +291,33 @@ def decisions_by_key(dialect: sa.Dialect, count: int) -> Prepared:
     return _cached(("decisions", count), dialect, build)
 
 
+_DETAIL_COLUMNS = ("id", "key", "added_at", "text", "fp", "signature")
+
+
 def rows_by_id(dialect: sa.Dialect, count: int) -> Prepared:
     """Key, time, kept text, value and signature of ``count`` rows (parameters ``ns``, ``i0``..)."""
 
     def build() -> ClauseElement:
         names: list[Any] = [sa.bindparam(f"i{j}") for j in range(count)]
-        return sa.select(
-            fingerprints.c.id,
-            fingerprints.c.key,
-            fingerprints.c.added_at,
-            fingerprints.c.text,
-            fingerprints.c.fp,
-            fingerprints.c.signature,
-        ).where(
+        return sa.select(*(fingerprints.c[name] for name in _DETAIL_COLUMNS)).where(
             fingerprints.c.ns_id == sa.bindparam("ns"),
             fingerprints.c.id == names[0] if count == 1 else fingerprints.c.id.in_(names),
         )
 
     return _cached(("rows", count), dialect, build)
+
+
+def rows_sharing_band_keys(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared:
+    """``rows_by_id``'s columns of the rows sharing at least ``least`` of the band keys ``k0``..:
+    a query's candidates and what confirming them needs, in one round trip."""
+
+    def build() -> ClauseElement:
+        groups = _band_key_groups(count, windowed)
+        return sa.select(*(fingerprints.c[name] for name in _DETAIL_COLUMNS)).where(
+            fingerprints.c.ns_id == sa.bindparam("ns"), fingerprints.c.id.in_(groups)
+        )
+
+    return _cached(("rows_sharing_band_keys", count, windowed), dialect, build)
 
 
 def band_key_lookup(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared:
@@ -316,19 +335,21 @@ def band_key_lookup(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared
     return _cached(("band_keys", count, windowed), dialect, build)
 
 
+def _band_key_groups(count: int, windowed: bool) -> sa.Select[Any]:
+    names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
+    query = sa.select(minhash_keys.c.fp_id).where(
+        minhash_keys.c.band_key.in_(names), minhash_keys.c.ns_id == sa.bindparam("ns")
+    )
+    if windowed:
+        query = query.where(minhash_keys.c.part >= sa.bindparam("cutoff"))
+    return query.group_by(minhash_keys.c.fp_id).having(sa.func.count() >= sa.bindparam("least"))
+
+
 def band_key_groups(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared:
     """Row ids sharing at least ``least`` of the MinHash band keys ``k0``.. (namespace ``ns``)."""
-
-    def build() -> ClauseElement:
-        names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
-        query = sa.select(minhash_keys.c.fp_id).where(
-            minhash_keys.c.band_key.in_(names), minhash_keys.c.ns_id == sa.bindparam("ns")
-        )
-        if windowed:
-            query = query.where(minhash_keys.c.part >= sa.bindparam("cutoff"))
-        return query.group_by(minhash_keys.c.fp_id).having(sa.func.count() >= sa.bindparam("least"))
-
-    return _cached(("band_key_groups", count, windowed), dialect, build)
+    return _cached(
+        ("band_key_groups", count, windowed), dialect, lambda: _band_key_groups(count, windowed)
+    )
 
 
 BAND_KEY_PRIMARY_KEY = ("band_key", "ns_id", "part", "fp_id")

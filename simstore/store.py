@@ -182,6 +182,10 @@ class SimStore:
     def _rule(self) -> Rule:
         return Rule(self.policy, self.max_distance)
 
+    def _find(self, items: list[Item], moment: datetime, conn: Connection) -> list[list[Match]]:
+        """What a query finds for ``items`` at ``moment`` (no write locks: not ``fresh``)."""
+        return self._finder.find(conn, items, [moment] * len(items), self._rule(), fresh=False)
+
     def search(
         self,
         text: str | None = None,
@@ -194,8 +198,7 @@ class SimStore:
         """``query``, with the fingerprint it looked for and the policy that decided."""
         check_int("limit", limit, lowest=1, optional=True)
         item = self._items([("query", text, fingerprint)], max_distance)[0]
-        with self._connections.lookup() as conn:
-            found = self._finder.find(conn, [item], [utc_naive(now)], self._rule(), fresh=False)
+        found = self._connections.read(functools.partial(self._find, [item], utc_naive(now)))
         matches = found[0][:limit] if limit else found[0]
         if item.planned:
             described = self.policy.describe(self.max_distance)
@@ -247,8 +250,7 @@ class SimStore:
         found: list[list[Match]] = []
         for start in range(0, len(raw), batch_size):
             items = self._items(raw[start : start + batch_size], max_distance)
-            with self._connections.lookup() as conn:
-                batch = self._finder.find(conn, items, [moment] * len(items), self._rule(), False)
+            batch = self._connections.read(functools.partial(self._find, items, moment))
             found.extend(matches[:limit] if limit else matches for matches in batch)
         return found
 

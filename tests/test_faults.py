@@ -41,6 +41,10 @@ from tests._workers import (
 )
 
 FAR_A, FAR_B = 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210  # 64 bits apart
+FERRY = (
+    "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
+    "north pier between six and nine in the morning, and every half hour for the rest of the day."
+)
 
 
 def _items(count: int, seed: int = 5, prefix: str = "k") -> list[dict[str, Any]]:
@@ -155,6 +159,23 @@ def test_a_connection_killed_between_calls_is_replaced_on_the_next_call(server_u
     assert store.add(key="after", fingerprint=FAR_B).inserted  # pre-ping
     assert [m.key for m in store.query(fingerprint=FAR_A)] == ["before"]
     assert store.stats().kept == 2
+    store.close()
+
+
+def test_a_query_whose_connection_the_server_dropped_is_answered_on_a_new_one(
+    server_url: str,
+) -> None:
+    # queries run on a connection that is neither pinged nor reset: a dropped one fails its
+    # first statement, and the query is run once more on a fresh connection
+    kind = _kind(server_url)
+    store = SimStore(server_url, namespace=f"kill-{uuid.uuid4().hex[:8]}")
+    store.add(FERRY, key="ferry")
+    assert [m.key for m in store.query(FERRY + "!")] == ["ferry"]
+    with _admin(server_url) as admin:
+        for backend in _backends(admin, kind, waiting=False):
+            _kill_backend(admin, kind, backend)
+    assert [m.key for m in store.query(FERRY + "!")] == ["ferry"]
+    assert [m.key for m in store.query_many([FERRY + "?"])[0]] == ["ferry"]
     store.close()
 
 

@@ -1,0 +1,96 @@
+"""How many round trips a query costs on the servers, counted by the servers' own means.
+
+A query with text under the default policy, in a namespace of signed texts, is one statement:
+its candidates by shared band keys come back with their details. Nothing else travels: no
+ping, no isolation level set and reset, no COMMIT, no rollback on return. PostgreSQL: the
+frontend messages of libpq's protocol trace (each ``Sync`` or simple ``Query`` ends a round trip).
+MariaDB: the session's ``Questions`` counter, less what the two readings of it cost themselves.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simstore.store import SimStore
+
+FERRY = (
+    "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
+    "north pier between six and nine in the morning, and every half hour for the rest of the day."
+)
+
+
+def _read_connection(store: SimStore) -> Any:
+    """The DBAPI connection the store's queries use (one thread: the pool hands out the same)."""
+    return store._connections.read(lambda conn: conn.connection.dbapi_connection)
+
+
+def _postgresql_round_trips(store: SimStore, call: Callable[[], object]) -> int:
+    raw = _read_connection(store)
+    with tempfile.TemporaryDirectory() as folder:
+        trace = Path(folder) / "trace"
+        with trace.open("w") as sink:
+            raw.pgconn.trace(sink.fileno())
+            call()
+            raw.pgconn.untrace()
+        messages = [line.split("\t") for line in trace.read_text().splitlines()]
+    return sum(
+        1 for m in messages if len(m) > 3 and m[1] == "F" and m[3].strip() in ("Sync", "Query")
+    )
+
+
+def _mariadb_statements(store: SimStore, call: Callable[[], object]) -> int:
+    raw = _read_connection(store)
+
+    def questions() -> int:
+        with raw.cursor() as cursor:
+            cursor.execute("SHOW SESSION STATUS LIKE 'Questions'")
+            return int(cursor.fetchone()[1])
+
+    baseline = -(questions() - questions())  # what reading the counter costs
+    before = questions()
+    call()
+    return questions() - before - baseline
+
+
+def test_a_text_query_is_one_round_trip(server_url: str) -> None:
+    store = SimStore(server_url, namespace=f"trips-{uuid.uuid4().hex[:8]}")
+    store.add(FERRY, key="ferry")
+    store.add(FERRY.replace("harbour", "river").replace("Monday", "Friday") + " New.", key="other")
+    store.query(FERRY)  # warm: the namespace's unsigned-rows flag is read once a second at most
+    found: list[list[str]] = []
+
+    def query() -> None:
+        found.append([m.key for m in store.query(FERRY + "!")])
+
+    if server_url.startswith("postgresql"):
+        trips = _postgresql_round_trips(store, query)
+    else:
+        trips = _mariadb_statements(store, query)
+    store.close()
+    assert found[0][0] == "ferry"
+    assert trips == 1
+
+
+@pytest.mark.parametrize("near", [True, False], ids=["found", "nothing found"])
+def test_a_fingerprint_query_is_its_lookup_and_at_most_one_read_of_details(
+    server_url: str, near: bool
+) -> None:
+    store = SimStore(server_url, namespace=f"trips-{uuid.uuid4().hex[:8]}")
+    store.add(key="f", fingerprint=0x0123_4567_89AB_CDEF)
+    store.query(fingerprint=1)
+
+    def query() -> None:
+        store.query(fingerprint=0x0123_4567_89AB_CDEF ^ (0b101 if near else 0xFFFF_FFFF))
+
+    if server_url.startswith("postgresql"):
+        trips = _postgresql_round_trips(store, query)
+    else:
+        trips = _mariadb_statements(store, query)
+    store.close()
+    assert trips == (2 if near else 1)
