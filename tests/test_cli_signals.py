@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -28,10 +29,11 @@ def big_feed(path: Path, count: int = RECORDS) -> Path:
     return write(path, lines)
 
 
-def _start(cli: Cli, *args: str) -> subprocess.Popen[str]:
+def _start(cli: Cli, *args: str, stdin: bool = False) -> subprocess.Popen[str]:
     environment = {k: v for k, v in os.environ.items() if k != "SIMSTORE_URL"}
     return subprocess.Popen(
         [sys.executable, "-m", "simstore.cli", "--db", cli.url, *args],
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -70,6 +72,21 @@ def test_ctrl_c_mid_ingest_exits_130_and_says_what_was_committed(cli: Cli) -> No
     again = cli.json("ingest", "--batch-size", "5000", str(feed))  # goes on where it stopped
     assert (again["replayed"], again["read"]) == (stored, RECORDS)
     assert _decisions(cli) == RECORDS
+
+
+def test_ctrl_c_while_waiting_on_stdin_ends_the_input_there(cli: Cli) -> None:
+    run = _start(cli, "ingest", "--format", "lines", "--batch-size", "1", "-", stdin=True)
+    assert run.stdin is not None
+    run.stdin.write("a first line, added while the feed stays open\n")
+    run.stdin.flush()
+    deadline = time.monotonic() + 120
+    while _decisions(cli) == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)  # committed: the ingest now waits for the next line
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 130, stderr
+    assert "interrupted: 1 record committed" in stderr
+    assert re.search(r"^records read\s+1$", stdout, re.M)
 
 
 def test_a_closed_pipe_ends_dedup_quietly_with_141(cli: Cli) -> None:
