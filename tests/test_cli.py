@@ -231,6 +231,8 @@ def test_gzip_and_parquet_inputs(cli: Cli) -> None:
     (cli.folder / "broken.jsonl.gz").write_bytes(b"not gzip at all\n")
     broken = cli("ingest", "broken.jsonl.gz")
     assert broken.returncode == 4 and "not a readable gzip file" in broken.stderr
+    summary = cli("--json", "ingest", "broken.jsonl.gz")  # one document, the error in it
+    assert summary.returncode == 4 and "not a readable gzip" in json.loads(summary.stdout)["error"]
     pq.write_table(pa.Table.from_pylist([{"id": "x", "body": "no text"}]), cli.folder / "x.parquet")
     wrong = cli("ingest", "x.parquet")
     assert wrong.returncode == 4 and "no 'text' column" in wrong.stderr

@@ -284,6 +284,7 @@ def _summary(
         ],
         "interrupted": tally.interrupted,
         "committed": tally.committed,
+        "error": None if tally.stop_error is None else str(tally.stop_error),  # input unreadable
     }
     sources = ", ".join(STDIN_NAME if path == "-" else path for path in paths)
     counts = {
