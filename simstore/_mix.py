@@ -13,8 +13,12 @@ _SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
 
 
 def mix64(z: U64) -> U64:
-    """Steele, Lea and Flood's splitmix64 finaliser, element-wise (wrapping, as in C)."""
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> _SHIFTS[0])) * _M1
-        z = (z ^ (z >> _SHIFTS[1])) * _M2
-        return z ^ (z >> _SHIFTS[2])  # type: ignore[no-any-return]
+    """Steele, Lea and Flood's splitmix64 finaliser, element-wise (wrapping, as in C).
+
+    Array arithmetic wraps without a warning (numpy warns about overflow only for its scalar
+    types, made arrays here), so no ``np.errstate``: entering one cost more than mixing a text.
+    """
+    z = np.asarray(z)
+    z = (z ^ (z >> _SHIFTS[0])) * _M1
+    z = (z ^ (z >> _SHIFTS[1])) * _M2
+    return z ^ (z >> _SHIFTS[2])  # type: ignore[no-any-return]
