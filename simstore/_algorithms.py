@@ -367,6 +367,7 @@ def default_normalise(text: str) -> str:
 
 
 _NOT_WORD_OR_NUL = re.compile(r"[^\w\x00]+")
+_normalise_recent = lru_cache(maxsize=8)(default_normalise)
 
 
 def default_normalise_many(texts: Sequence[str]) -> list[str]:
@@ -380,6 +381,8 @@ def default_normalise_many(texts: Sequence[str]) -> list[str]:
     NFKC never changes the NFKC of the whole, so they are folded first with numpy, after which most
     batches pass NFKC's quick check and only the texts that fail it are normalised in full.
     """
+    if len(texts) == 1:  # one add or query: its fingerprint and its policy normalise it alike
+        return [_normalise_recent(texts[0])]
     joined = "\x00".join(texts)
     if joined.count("\x00") != len(texts) - 1:  # some text holds NUL itself (or there is none)
         return [default_normalise(text) for text in texts]
