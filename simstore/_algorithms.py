@@ -405,9 +405,8 @@ def default_normalise_many(texts: Sequence[str]) -> list[str]:
 
 
 def _splitmix(values: U64) -> U64:
-    """splitmix64: one step of its state, then its finaliser."""
-    with np.errstate(over="ignore"):
-        return mix64(values + GOLDEN)
+    """splitmix64: one step of its state, then its finaliser (arrays wrap without warnings)."""
+    return mix64(values + GOLDEN)
 
 
 def _ngram_hashes(codepoints: U64, n: int, count: int) -> U64:

@@ -37,8 +37,11 @@ class BitSums:
         heaviest = 1 if weights is None else int(weights.max())
         if weights is not None and (heaviest > 255 or int(weights.min()) < 1):
             raise ValueError("BitSums weights must lie in 1..255")
-        doc_starts = np.flatnonzero(np.r_[True, doc_ids[1:] != doc_ids[:-1]])
-        run_starts = np.union1d(doc_starts, np.arange(0, count, 255 // heaviest))
+        doc_starts = _starts(doc_ids)
+        step = 255 // heaviest
+        run_starts = doc_starts  # a run may hold at most ``step`` features
+        if count > step:
+            run_starts = np.union1d(doc_starts, np.arange(0, count, step))
         lane_weights = None if weights is None else weights.astype(np.uint64)
         lanes = np.empty((len(run_starts), 8), dtype=np.uint64)
         for k, shift in enumerate(_SHIFTS):
@@ -50,11 +53,11 @@ class BitSums:
         per_run = lanes.astype("<u8").view(np.uint8).reshape(-1, 8, 8).transpose(0, 2, 1)
         per_run = per_run.reshape(-1, 64)
         run_docs = doc_ids[run_starts]
-        first_run_of_doc = np.flatnonzero(np.r_[True, run_docs[1:] != run_docs[:-1]])
+        first_run_of_doc = _starts(run_docs)
         docs = run_docs[first_run_of_doc]
         self._ones[docs] += np.add.reduceat(per_run, first_run_of_doc, axis=0, dtype=np.int64)
         if weights is None:
-            self._total[docs] += np.diff(np.r_[doc_starts, count])
+            self._total[docs] += np.diff(np.append(doc_starts, count))
         else:
             self._total[docs] += np.add.reduceat(weights, doc_starts)
 
@@ -63,6 +66,14 @@ class BitSums:
         # the sum over features of (+w if bit else -w) is 2 * ones - total
         signed = 2 * self._ones - self._total[:, None]
         return pack_bits(signed >= 0 if inclusive else signed > 0)
+
+
+def _starts(values: I64) -> I64:
+    """Positions where a run of equal values begins (``np.r_`` costs more than this at 1 text)."""
+    begins = np.empty(len(values), dtype=bool)
+    begins[0] = True
+    np.not_equal(values[1:], values[:-1], out=begins[1:])
+    return np.flatnonzero(begins)
 
 
 def unpack_bits(hashes: U64) -> npt.NDArray[np.bool_]:
