@@ -14,6 +14,10 @@ every ``duplicate_of`` names a kept key of the load or of the store. Every row g
 whose key the namespace already holds are skipped (the same fingerprint) or refused
 (``KeyConflict``), so a load that stopped half-way can simply be run again. Each chunk of
 ``batch_size`` rows is one transaction under the store's exclusive write lock.
+
+On disk (``simstore spark dedup --handover DIR``, read back by ``read_parquet`` for ``simstore db
+load``): Parquet with the columns of ``HANDOVER_COLUMNS`` (the fingerprint signed, as stored) and
+``made_with``, the preset and policy that made the rows (``made_with()``), checked on load.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import sqlalchemy as sa
@@ -43,9 +48,25 @@ from simstore.schema import (
 from simstore.validate import check_int, check_key
 
 if TYPE_CHECKING:  # the store delegates its bulk load here: no import cycle at run time
+    from simstore.presets import Preset
     from simstore.store import SimStore
+    from simstore.verify import Policy
 
-__all__ = ["LoadReport", "LoadRow", "band_keys_of", "load"]
+__all__ = [
+    "HANDOVER_COLUMNS",
+    "LoadReport",
+    "LoadRow",
+    "band_keys_of",
+    "load",
+    "made_with",
+    "read_parquet",
+]
+
+# a hand-over file's columns: simstore.spark.dedup(..., with_items=True)'s, plus made_with
+HANDOVER_COLUMNS = (
+    "key", "kept", "duplicate_of", "distance", "measure", "score",
+    "order", "fingerprint", "text", "signature", "band_keys", "made_with",
+)  # fmt: skip
 
 _IN_CHUNK = 500  # keys per IN list when reading back ids and known keys
 
@@ -239,3 +260,61 @@ def _ids_by_key(conn: Connection, ns_id: int, keys: Sequence[str]) -> dict[str, 
         for row_id, key in conn.execute(statement):
             ids[key] = int(row_id)
     return ids
+
+
+def made_with(preset: Preset, policy: Policy, max_distance: int) -> str:
+    """What made a batch result, as a hand-over file records it and ``read_parquet`` checks it:
+    the preset's label and the policy's line (``SimStore``'s ``preset`` and ``policy``)."""
+    return f"{preset.label}; {policy.describe(max_distance)}"
+
+
+def _parquet_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise InvalidInput(f"no hand-over file or directory at {path}")
+    # Spark's layout: part files, plus _SUCCESS and .crc files that are not data
+    found = sorted(
+        child
+        for child in path.rglob("*.parquet")
+        if child.is_file() and not child.name.startswith(("_", "."))
+    )
+    if not found:
+        raise InvalidInput(f"no Parquet files in {path} (a hand-over is written as Parquet)")
+    return found
+
+
+def read_parquet(
+    path: str | Path, *, expect: str | None = None, batch_size: int = 5_000
+) -> Iterator[LoadRow]:
+    """The rows of a hand-over file, or of a directory of them (``simstore spark dedup
+    --handover DIR``), one Arrow batch at a time, for ``load``. ``expect``: the ``made_with`` the
+    store's preset and policy give; a file made with another is refused (a file without the
+    column is taken as it is)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as error:
+        raise ImportError(
+            "reading a hand-over needs pyarrow: pip install 'simstore[parquet]' "
+            "(from a checkout: pip install '.[parquet]')"
+        ) from error
+    for name in _parquet_files(Path(path)):
+        try:
+            parquet = pq.ParquetFile(name)
+        except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+            raise InvalidInput(f"{name} is not a Parquet file: {error}") from None
+        columns = set(parquet.schema_arrow.names)
+        optional = ("order", "made_with")
+        missing = [c for c in HANDOVER_COLUMNS if c not in columns and c not in optional]
+        if missing:
+            raise InvalidInput(f"{name} is not a hand-over: it has no column {missing[0]!r}")
+        wanted = [c for c in HANDOVER_COLUMNS if c in columns and c != "order"]
+        for record in parquet.iter_batches(batch_size=batch_size, columns=wanted):
+            for row in record.to_pylist():
+                stamp = row.pop("made_with", None)
+                if expect is not None and stamp is not None and stamp != expect:
+                    raise InvalidInput(
+                        f"{name} was made with {stamp}, the store decides with {expect}: "
+                        "load it into a namespace with that preset and policy"
+                    )
+                yield LoadRow(**{**row, "fingerprint": from_signed(int(row["fingerprint"]))})

@@ -87,6 +87,7 @@ STAGES = ("sign", "collapse", "candidates", "confirm", "components", "replay")
 RESULT_COLUMNS = ("key", "kept", "duplicate_of", "distance", "measure", "score")
 ITEM_COLUMNS = ("order", "fingerprint", "text", "signature", "band_keys")  # with_items=True
 DRIVER_EDGES = 20_000_000  # up to this many confirmed edges, components are found on the driver
+MAX_DISTANCE = 3  # dedup's SimHash radius by default, as SimStore's
 
 _ITEM_DDL = (
     "order long, key string, fp long, b0 int, b1 int, b2 int, b3 int, radius int, "
@@ -325,7 +326,7 @@ def dedup(
     order: str,
     preset: str | Preset = "default",
     policy: Policy | None = None,
-    max_distance: int = 3,
+    max_distance: int = MAX_DISTANCE,
     store: SimStore | None = None,
     at: datetime | None = None,
     with_items: bool = False,

@@ -6,12 +6,16 @@ serves every test."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import string
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -190,11 +194,14 @@ def handed_over(
     return got
 
 
+def database(where: str, tmp_path: Path) -> str:
+    """A new SQLite file in ``tmp_path``, or a new database on the PostgreSQL server."""
+    return f"sqlite:///{tmp_path / 's.db'}" if where == "sqlite" else new_server_database(where)
+
+
 @pytest.mark.parametrize("where", ["sqlite", "postgresql"])
-def test_hand_over_round_trip(spark: SparkSession, tmp_path: Any, where: str) -> None:
-    url = f"sqlite:///{tmp_path / 'h.db'}"
-    if where == "postgresql":
-        url = new_server_database("postgresql")
+def test_hand_over_round_trip(spark: SparkSession, tmp_path: Path, where: str) -> None:
+    url = database(where, tmp_path)
     records = corpus_slice(300, seed=11)
     with SimStore(url, namespace="handover", auto_upgrade=True) as store:
         loaded = handed_over(spark, store, records)
@@ -274,25 +281,84 @@ def test_load_refuses_bad_rows(tmp_path: Any) -> None:
         assert store.get("a") is not None
 
 
-def test_cli_spark_dedup(spark: SparkSession, tmp_path: Any) -> None:
-    import json
+@dataclass(frozen=True)
+class CliRun:
+    """One ``simstore spark dedup`` run (in this process, on the shared session)."""
 
+    records: list[tuple[str, str]]
+    source: Path
+    out: Path
+    handover: Path
+    summary: dict[str, Any]
+    expected: dict[str, Verdict]  # add_many's decisions on the same records
+
+
+@pytest.fixture(scope="module")
+def cli_run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> CliRun:
     from click.testing import CliRunner
 
-    import simstore.cli.commands.spark  # noqa: F401 - registers the command
     from simstore.cli import main
 
+    folder = tmp_path_factory.mktemp("cli")
     records = corpus_slice(200, seed=23)
-    source = tmp_path / "in.jsonl"
+    source = folder / "in.jsonl"
     lines = [json.dumps({"id": k, "text": t, "n": i}) for i, (k, t) in enumerate(records)]
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    out, dups = tmp_path / "out", tmp_path / "dups"
+    out, dups, handing = folder / "out", folder / "dups", folder / "handover"
     arguments = ["--json", "spark", "dedup", str(source), "--out", str(out), "--dups", str(dups)]
-    ran = CliRunner().invoke(main, [*arguments, "--order", "n", "--master", "local[2]"])
+    arguments += ["--handover", str(handing), "--order", "n", "--master", "local[2]"]
+    ran = CliRunner().invoke(main, arguments)
     assert ran.exit_code == 0, ran.output
-    summary = json.loads(ran.output)
     expected = store_verdicts(SimStore("sqlite://"), records)
-    assert summary["kept"] == sum(verdict[0] for verdict in expected.values())
-    written = [json.loads(line) for path in out.glob("*.json") for line in path.open()]
+    return CliRun(records, source, out, handing, json.loads(ran.output), expected)
+
+
+def test_cli_spark_dedup(spark: SparkSession, cli_run: CliRun) -> None:
+    expected = cli_run.expected
+    assert cli_run.summary["kept"] == sum(verdict[0] for verdict in expected.values())
+    written = [json.loads(line) for path in cli_run.out.glob("*.json") for line in path.open()]
     assert sorted(row["id"] for row in written) == sorted(k for k, v in expected.items() if v[0])
     assert spark.range(1).count() == 1  # the test session is still running
+
+
+def simstore_cli(*arguments: str) -> dict[str, Any]:
+    """``simstore --json ARGUMENTS`` as a subprocess: its JSON document (exit 0 asserted)."""
+    command = [sys.executable, "-m", "simstore.cli", "--json", *arguments]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert ran.returncode == 0, ran.stderr
+    document: dict[str, Any] = json.loads(ran.stdout)
+    return document
+
+
+@pytest.mark.parametrize("where", ["sqlite", "postgresql"])
+def test_cli_db_load_then_ingest_replays(cli_run: CliRun, tmp_path: Path, where: str) -> None:
+    url = database(where, tmp_path)
+    if where == "postgresql":
+        simstore_cli("--db", url, "db", "upgrade")
+    place = ["--db", url, "--namespace", "corpus"]
+    expected, total = cli_run.expected, len(cli_run.records)
+    kept = sum(verdict[0] for verdict in expected.values())
+    loaded = simstore_cli(*place, "db", "load", str(cli_run.handover), "--batch-size", "64")
+    assert (loaded["loaded"], loaded["kept"], loaded["skipped"]) == (total, kept, 0)
+    again = simstore_cli(*place, "db", "load", str(cli_run.handover))
+    assert (again["loaded"], again["skipped"]) == (0, total)  # a re-run is a no-op
+    ingested = simstore_cli(*place, "ingest", str(cli_run.source))
+    assert ingested["replayed"] == total
+    assert (ingested["kept"], ingested["duplicates"]) == (kept, total - kept)
+    with SimStore(url, namespace="corpus") as store:
+        for key, verdict in expected.items():
+            decision = store.get(key)
+            assert decision is not None
+            match = decision.duplicate_of
+            assert (decision.inserted, match.key if match else None) == verdict[:2], key
+
+
+def test_cli_db_load_refuses_another_policy(cli_run: CliRun, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'other.db'}"
+    command = [sys.executable, "-m", "simstore.cli", "--db", url, "--policy", "simhash"]
+    ran = subprocess.run(
+        [*command, "db", "load", str(cli_run.handover)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert ran.returncode != 0
+    assert "was made with" in ran.stderr and "simhash (distance <= 3)" in ran.stderr

@@ -11,7 +11,7 @@ library; what lives here is declaring options, showing results and turning error
 - ``commands.store``: ``query``, ``show``, ``explain``, ``purge``, ``stats``;
 - ``commands.fingerprints``: ``fingerprint``, ``presets`` (no database);
 - ``commands.report``: ``report`` (one HTML page, ``simstore.report``);
-- ``commands.db``: ``db upgrade``, ``db current``, ``db check``, ``db partition``;
+- ``commands.db``: ``db upgrade``, ``db current``, ``db check``, ``db partition``, ``db load``;
 - ``commands.spark``: ``spark dedup`` (``simstore.spark``; PySpark imported only when it runs).
 """
 

@@ -1,4 +1,5 @@
-"""``db upgrade``, ``db current``, ``db check`` and ``db partition``: simstore's schema."""
+"""``db upgrade``, ``db current``, ``db check``, ``db partition``: simstore's schema; ``db load``:
+the hand-over of a batch result (``simstore.handover``)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from simstore.cli._app import Failure, Settings, main
-from simstore.cli.output import emit
+from simstore.cli._app import Failure, Settings, main, open_store
+from simstore.cli.output import emit, pairs
 from simstore.db import redact
 
 if TYPE_CHECKING:
@@ -117,3 +118,44 @@ def partition(settings: Settings, interval: str, keep: str) -> None:
     lines = [f"{data['db']}: partitioned by {layout.interval}, keep {layout.keep}"]
     lines += [f"  {name}" for name in made]
     emit(settings, data, "\n".join(lines))
+
+
+@db.command("load")
+@click.argument("source", metavar="DIR_OR_FILE")
+@click.option(
+    "--batch-size",
+    default=5_000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Rows written per transaction.",
+)
+@click.pass_obj
+def load_command(settings: Settings, source: str, batch_size: int) -> None:
+    """Write a batch result into the namespace in bulk (the hand-over).
+
+    DIR_OR_FILE is what 'simstore spark dedup --handover DIR' wrote (Parquet): every kept text
+    with its fingerprint, kept text and band keys, and every decision, so that online dedup
+    continues from it and adding one of the corpus's records again replays its decision. The
+    namespace is created if it is new; its preset and policy (the global options) must be those
+    the result was made with. Keys the namespace already holds are skipped, so a load that
+    stopped is simply run again.
+    """
+    from simstore import handover
+
+    with open_store(settings, create=True) as store:
+        expect = handover.made_with(store.preset, store.policy, store.max_distance)
+        rows = handover.read_parquet(source, expect=expect, batch_size=batch_size)
+        report = store.load(rows, batch_size=batch_size)
+    data = {
+        "db": redact(settings.url),
+        "namespace": settings.namespace,
+        "source": source,
+        "made_with": expect,
+        "loaded": report.kept + report.duplicates,
+        "kept": report.kept,
+        "duplicates": report.duplicates,
+        "skipped": report.skipped,
+    }
+    counts = {name: f"{data[name]:>9,}" for name in ("loaded", "kept", "duplicates", "skipped")}
+    lines = [f"{source} -> {data['db']} (namespace {settings.namespace})", pairs(counts)]
+    emit(settings, data, None if settings.quiet else "\n".join(lines))

@@ -75,7 +75,10 @@ def _write_decided(
     ``dups`` when given."""
     from pyspark.sql import functions as F
 
-    decided = frame.join(result.withColumnRenamed("key", key), key)
+    from simstore.spark import RESULT_COLUMNS
+
+    verdicts = result.select(*RESULT_COLUMNS).withColumnRenamed("key", key)
+    decided = frame.join(verdicts, key)
     _write(
         decided.filter(F.col("kept")).select(*frame.columns).drop("__simstore_order"),
         out,
@@ -92,6 +95,11 @@ def _write_decided(
 @click.argument("source", metavar="IN")
 @click.option("--out", "out", required=True, metavar="DIR", help="Where the kept records go.")
 @click.option("--dups", metavar="DIR", help="Where the duplicates' decisions go (optional).")
+@click.option(
+    "--handover",
+    metavar="DIR",
+    help="Where every decision goes with what a store keeps, as Parquet, for 'simstore db load'.",
+)
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--format", "kind", type=click.Choice(SPARK_FORMATS), help="Input format.")
 @click.option("--key", "key", default="id", show_default=True, help="The key column.")
@@ -107,6 +115,7 @@ def dedup_command(
     source: str,
     out: str,
     dups: str | None,
+    handover: str | None,
     master: str,
     kind: str | None,
     key: str,
@@ -116,13 +125,17 @@ def dedup_command(
     """Deduplicate IN (JSON lines, CSV with a header, or Parquet) into --out.
 
     The kept records are written to --out in IN's format, every column kept; --dups gets each
-    duplicate's key, duplicate_of, distance, measure and score. Spark's own logging and progress
-    stay off the output unless --debug.
+    duplicate's key, duplicate_of, distance, measure and score; --handover every record's
+    decision with its fingerprint, kept text and MinHash signature (Parquet), which 'simstore db
+    load' writes into a store. Spark's own logging and progress stay off the output unless
+    --debug.
     """
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
+    from simstore import handover as handing
     from simstore import spark as simspark
+    from simstore.presets import get_preset
 
     chosen = _format_of(source, kind)
     ours = SparkSession.getActiveSession() is None  # a caller's session is left running
@@ -132,15 +145,22 @@ def dedup_command(
         column = order or "__simstore_order"
         if order is None:
             frame = frame.withColumn(column, F.monotonically_increasing_id())
+        preset = get_preset(settings.preset or "default")
+        policy = policy_from(settings.policy, threshold=settings.threshold)
         result = simspark.dedup(
             frame,
             key=key,
             text=text,
             order=column,
-            preset=settings.preset or "default",
-            policy=policy_from(settings.policy, threshold=settings.threshold),
+            preset=preset,
+            policy=policy,
+            with_items=handover is not None,
         ).persist()
         _write_decided(frame, result, key, out, dups, chosen)
+        if handover is not None:
+            stamp = handing.made_with(preset, policy, simspark.MAX_DISTANCE)
+            stamped = result.withColumn("made_with", F.lit(stamp))
+            _write(stamped.select(*handing.HANDOVER_COLUMNS), handover, "parquet")
         counts = result.groupBy("kept").count().collect()
         tally = {bool(row["kept"]): int(row["count"]) for row in counts}
     finally:
@@ -151,4 +171,4 @@ def dedup_command(
         "kept": tally.get(True, 0),
         "duplicates": tally.get(False, 0),
     }
-    emit(settings, {**summary, "out": out, "dups": dups}, pairs(summary))
+    emit(settings, {**summary, "out": out, "dups": dups, "handover": handover}, pairs(summary))
