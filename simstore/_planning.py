@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -40,7 +41,8 @@ def planned_ahead(
             )
         return
     method = "fork" if sys.platform.startswith("linux") else "spawn"
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))
+    context = multiprocessing.get_context(method)
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
     pending: deque[tuple[Batch | Exception, Future[Planned] | None]] = deque()
     try:
         for batch in batches:
@@ -52,6 +54,12 @@ def planned_ahead(
             yield _handed_out(*pending.popleft())
     finally:  # the caller stopped or failed: plans not handed out are not needed
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the caller's process, which stops reading and shuts them down
+    (a terminal sends SIGINT to the whole process group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _handed_out(
