@@ -258,7 +258,10 @@ def _tfidf() -> TFIDF:
         import jieba
         import jieba.analyse
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise ImportError("the jieba-tfidf preset needs jieba: pip install 'simstore[zh]'") from exc
+        raise ImportError(
+            "the jieba-tfidf preset needs jieba: pip install 'simstore[zh]' (from a checkout: "
+            "pip install '.[zh]')"
+        ) from exc
     jieba.setLogLevel(60)  # jieba logs its dictionary loading at INFO through the root handler
     jieba.initialize()
     return jieba.analyse.default_tfidf

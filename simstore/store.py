@@ -518,7 +518,13 @@ def _plan(
     store_radius: int,
     max_distance: int | None,
 ) -> list[Item]:
-    """The items of (key, text, fingerprint) triples; ``max_distance``: the caller's radius."""
+    """The items of (key, text, fingerprint) triples; ``max_distance``: the caller's radius.
+
+    A text with nothing but white space is refused: every such text would be one near-duplicate
+    of the first (fingerprint 0, no features), silently swallowing whatever a caller meant."""
+    for key, text, _value in raw:
+        if isinstance(text, str) and not text.strip():
+            raise InvalidInput(f"the text of key {key!r} is empty or only white space")
     explicit = None if max_distance is None else check_radius(max_distance)
     return plan_items(
         raw, preset=preset, policy=policy, max_distance=store_radius, explicit=explicit

@@ -474,7 +474,10 @@ def _traditional_folder() -> Callable[[str], str]:
     try:
         import opencc
     except ImportError:
-        raise InvalidInput("fold_traditional needs OpenCC: pip install 'simstore[zh]'") from None
+        raise InvalidInput(
+            "fold_traditional needs OpenCC: pip install 'simstore[zh]' (from a checkout: "
+            "pip install '.[zh]')"
+        ) from None
     convert: Callable[[str], str] = opencc.OpenCC("t2s").convert
     return convert
 

@@ -653,6 +653,7 @@ def test_a_missing_extra_is_named_with_its_install_line_not_unexpected(tmp_path:
     )  # fmt: skip
     assert result.returncode == 1
     assert "pip install 'simstore[zh]'" in result.stderr
+    assert "from a checkout: pip install '.[zh]'" in result.stderr
     assert "unexpected" not in result.stderr
 
 

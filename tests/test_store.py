@@ -412,3 +412,19 @@ def test_add_many_stopped_early_with_workers_writes_only_what_it_yielded(
 def test_add_many_refuses_a_worker_count_below_one(make_store: StoreFactory) -> None:
     with pytest.raises(InvalidInput, match="workers"):
         list(make_store().add_many([("a", "text")], workers=0))
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t \u3000"], ids=repr)
+def test_a_blank_text_is_refused_everywhere_and_writes_nothing(
+    make_store: StoreFactory, blank: str
+) -> None:
+    store = make_store()
+    with pytest.raises(InvalidInput, match="empty"):
+        store.add(blank, key="blank")
+    with pytest.raises(InvalidInput, match="empty"):
+        store.query(blank)
+    with pytest.raises(BatchFailed) as failure:
+        list(store.add_many([("fine", "a text with words in it"), ("blank", blank)]))
+    assert isinstance(failure.value.__cause__, InvalidInput)
+    assert store.get("blank") is None and store.get("fine") is None
+    assert store.stats().decisions == 0
