@@ -138,6 +138,20 @@ def test_ingest_corpus_is_consistent_and_a_rerun_changes_nothing(cli: Cli) -> No
     assert sum(match is None for match in decided.values()) == numbers["kept"]
 
 
+def test_ingest_with_workers_decides_as_without(cli: Cli, tmp_path: Path) -> None:
+    alone = cli.json("ingest", "--batch-size", "500", str(CORPUS))
+    pooled = Cli(tmp_path / "pooled", f"sqlite:///{tmp_path / 'pooled' / 'store.db'}")
+    pooled.folder.mkdir()
+    with_workers = pooled.json("ingest", "--batch-size", "500", "--workers", "2", str(CORPUS))
+    assert (with_workers["kept"], with_workers["duplicates"]) == (
+        alone["kept"],
+        alone["duplicates"],
+    )
+    assert decisions(pooled) == decisions(cli)
+    refused = cli("ingest", "--workers", "0", str(CORPUS))
+    assert refused.returncode == 2 and "--workers" in refused.stderr
+
+
 def test_bad_records_are_reported_with_file_and_line_and_skipped(cli: Cli) -> None:
     bad = write(
         cli.folder / "bad.jsonl",

@@ -146,7 +146,9 @@ def _run(
     tally = Tally()
     started = time.perf_counter()
     fed, read = itertools.tee(items)
-    outcomes = ingest(store, fed, batch_size=options.batch_size, strict=options.strict)
+    outcomes = ingest(
+        store, fed, batch_size=options.batch_size, strict=options.strict, workers=options.workers
+    )
     try:
         # one outcome per record, in order; tee holds the records ingest read ahead (a batch)
         for outcome, record in zip(outcomes, read, strict=False):
@@ -391,6 +393,15 @@ def input_options(command: F) -> F:
             default=1000,
             show_default=True,
             help="Records per transaction.",
+        ),
+        click.option(
+            "--workers",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Processes that fingerprint and sign the next batches while one is written "
+            "(the same decisions; for files of many thousands of records on a multi-core "
+            "machine).",
         ),
     ]
     for decorator in reversed(decorators):
