@@ -7,9 +7,10 @@ Documents: the ``a`` and ``b`` texts of the quality dataset (``benchmarks/data/q
 first when missing; Chinese and English, a few characters to 35 kB, many near-duplicate pairs), in
 a fixed shuffled order. Each round runs, in turn:
 
-- ``simstore workers=1``: ``add_many`` into a fresh SQLite file, everything in this process;
-- ``simstore workers=2``: the same with two worker processes planning (fingerprint, normalise,
-  sign) the next batches while this process decides and writes (``add_many(workers=2)``);
+- ``simstore workers=0``: ``add_many`` into a fresh SQLite file, everything in this process;
+- ``simstore workers=1``: the same with one worker process planning (fingerprint, normalise,
+  sign) the next batches while this process decides and writes (``add_many(workers=1)``: on two
+  cores, one for each);
 - ``datasketch``: for each document a ``MinHash`` of its character 5-grams (lower-cased,
   whitespace collapsed; 96 permutations, ``update_batch``) and ``MinHashLSH(num_perm=96,
   params=(24, 4))``, simstore's band scheme: ``query``, then ``insert`` when nothing is found.
@@ -89,8 +90,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     volume = sum(map(len, corpus))
     print(f"{len(corpus)} documents, {volume / len(corpus):,.0f} characters on average")
     systems: dict[str, Callable[[], tuple[float, int]]] = {
+        "simstore workers=0": lambda: simstore_run(corpus, 0, args.batch),
         "simstore workers=1": lambda: simstore_run(corpus, 1, args.batch),
-        "simstore workers=2": lambda: simstore_run(corpus, 2, args.batch),
         "datasketch MinHashLSH": lambda: datasketch_run(corpus),
     }
     rates: dict[str, list[float]] = {name: [] for name in systems}

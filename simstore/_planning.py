@@ -3,8 +3,8 @@ batches are computed in worker processes while the store decides and writes the 
 
 Planning (``simstore.batch.plan_items``) is pure computation on the batch's own items and is most
 of an ``add_many``'s time with text in; deciding and writing needs the batches in order and the
-database. With ``workers`` processes the two overlap. On Linux the workers are forked: they
-never touch the inherited database connections (a worker ends with ``os._exit``, which closes
+database. With ``workers`` processes (0: none) the two overlap. On Linux the workers are forked:
+they never touch the inherited database connections (a worker ends with ``os._exit``, which closes
 nothing of them), and unlike ``spawn`` a fork needs no importable ``__main__`` guard in the
 caller's script. Elsewhere they are spawned (macOS's system libraries are not fork-safe).
 """
@@ -31,9 +31,9 @@ def planned_ahead(
 ) -> Iterator[tuple[Batch | Exception, Callable[[], Planned]]]:
     """Each batch with a function that returns its plan (or raises what planning raised), in
     order. An ``Exception`` in ``batches`` (a malformed item) passes through in its turn, after
-    the batches before it; nothing after it is read. ``workers == 1``: planned in this process,
+    the batches before it; nothing after it is read. ``workers == 0``: planned in this process,
     when asked. Otherwise up to ``workers`` batches are planned ahead of the one handed out."""
-    if workers == 1:
+    if workers == 0:
         for batch in batches:
             yield (
                 batch,

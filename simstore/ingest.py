@@ -74,11 +74,11 @@ def ingest(
     *,
     batch_size: int = 1000,
     strict: bool = False,
-    workers: int = 1,
+    workers: int = 0,
 ) -> Iterator[Decision | Rejected]:
     """Add ``records`` a batch at a time; yield a Decision or a Rejected per record, in order
     (``workers``: processes that plan the next batches, as ``SimStore.add_many``'s)."""
-    check_int("workers", workers, lowest=1)
+    check_int("workers", workers, lowest=0)
     return _Ingest(store, iter(records), batch_size, strict, workers).run()
 
 

@@ -84,7 +84,7 @@ class InputOptions:
     batch_size: int
     max_distance: int | None
     key_from: str = "text"  # for records without a key field: "text" (text_key) or "line"
-    workers: int = 1  # processes that fingerprint and sign the next batches (SimStore.add_many)
+    workers: int = 0  # processes that fingerprint and sign the next batches (SimStore.add_many)
 
 
 def gzipped(path: str) -> bool:

@@ -290,7 +290,7 @@ class SimStore:
         batch_size: int = 1000,
         max_distance: int | None = None,
         at: datetime | None = None,
-        workers: int = 1,
+        workers: int = 0,
     ) -> Generator[Decision, None, None]:
         """Add many items, one transaction per batch; yields a Decision per item in input order
         (``close()`` it to stop early: batches whose decisions it has not begun to yield are not
@@ -299,11 +299,12 @@ class SimStore:
         Items are ``(key, text)`` pairs or mappings with ``key`` and ``text`` or ``fingerprint``
         (and optionally ``at``). Near-duplicates inside a batch resolve in input order. If a batch
         fails, nothing of it is written and ``BatchFailed.committed`` says how many items were.
-        ``workers`` > 1: the next batches are fingerprinted and signed in that many worker
-        processes while this one writes (worth it for thousands of texts; decisions are the same).
+        ``workers`` >= 1: the next batches are fingerprinted and signed in that many worker
+        processes while this one decides and writes (0: all in this process; the decisions are
+        the same; worth it for thousands of texts, with a core free for each worker).
         """
         check_int("batch_size", batch_size, lowest=1)
-        check_int("workers", workers, lowest=1)
+        check_int("workers", workers, lowest=0)
         if isinstance(items, (str, bytes, Mapping)):
             raise InvalidType("add_many takes an iterable of items, not a single item")
         try:
@@ -354,7 +355,7 @@ class SimStore:
         *,
         batch_size: int = 1000,
         strict: bool = False,
-        workers: int = 1,
+        workers: int = 0,
     ) -> Iterator[Decision | Rejected]:
         """``add_many`` that loses only the bad records: a failed batch is retried item by item,
         and each record yields its Decision or a ``Rejected`` (``simstore.ingest``)."""

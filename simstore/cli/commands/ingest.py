@@ -396,12 +396,12 @@ def input_options(command: F) -> F:
         ),
         click.option(
             "--workers",
-            type=click.IntRange(min=1),
-            default=1,
+            type=click.IntRange(min=0),
+            default=0,
             show_default=True,
-            help="Processes that fingerprint and sign the next batches while one is written "
-            "(the same decisions; for files of many thousands of records on a multi-core "
-            "machine).",
+            help="Processes that fingerprint and sign the next batches while this one decides "
+            "and writes (0: none; the same decisions; for files of many thousands of records, "
+            "with a core free for each).",
         ),
     ]
     for decorator in reversed(decorators):
