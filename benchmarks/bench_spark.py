@@ -5,7 +5,9 @@ Peers: ``SimStore.add_many`` on a SQLite file (one process, the reference decisi
 the sample corpus's texts with synthetic edits (word swaps, drops, appended lines, exact copies)
 until ``--docs`` documents, shuffled with a fixed seed. Spark runs ``local[N]`` in this process
 (JVM start included in its wall time); CPU is the whole process tree's (driver, JVM, Python
-workers), read from /proc. Shuffle bytes come from Spark's event log, per simstore stage.
+workers), read from /proc. Shuffle bytes come from Spark's event log, per simstore stage; the
+skew counts (the largest band-key bucket, the buckets split, the most pairs one task of the
+candidate join made) from ``dedup(..., counts=...)``.
 
     python benchmarks/bench_spark.py --docs 100000 --cores 2
 """
@@ -120,8 +122,8 @@ def run_store(records: list[tuple[str, str]], folder: Path) -> tuple[float, floa
 
 
 def run_spark(
-    records: list[tuple[str, str]], cores: int, folder: Path
-) -> tuple[float, float, dict[str, Any], dict[str, float], Path]:
+    records: list[tuple[str, str]], cores: int, folder: Path, split_buckets: int
+) -> tuple[float, float, dict[str, Any], dict[str, float], dict[str, int], Path]:
     before = tree_cpu(os.getpid())
     started = time.perf_counter()
     from pyspark.sql import SparkSession
@@ -148,12 +150,16 @@ def run_spark(
     df = df.repartition(max(2, cores * 2)).persist()
     df.count()
     timings: dict[str, float] = {}
-    result = simspark.dedup(df, key="id", text="body", order="position", timings=timings)
+    counts: dict[str, int] = {}
+    result = simspark.dedup(
+        df, key="id", text="body", order="position", split_buckets=split_buckets,
+        timings=timings, counts=counts,
+    )  # fmt: skip
     decided = {row.key: (row.kept, row.duplicate_of) for row in result.collect()}
     wall = time.perf_counter() - started
     cpu = tree_cpu(os.getpid()) - before
     session.stop()
-    return wall, cpu, decided, timings, log_dir
+    return wall, cpu, decided, timings, counts, log_dir
 
 
 def main() -> None:
@@ -161,12 +167,17 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--split-buckets", type=int, default=1_000, help="dedup's split_buckets (0: never split)"
+    )
     args = parser.parse_args()
     records = corpus(args.docs, args.seed)
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         store_wall, store_cpu, expected = run_store(records, folder)
-        spark_wall, spark_cpu, got, timings, log_dir = run_spark(records, args.cores, folder)
+        spark_wall, spark_cpu, got, timings, counts, log_dir = run_spark(
+            records, args.cores, folder, args.split_buckets
+        )
         try:
             shuffles = shuffle_bytes(log_dir)
         except (OSError, ValueError) as error:  # the event log's layout varies by Spark version
@@ -192,6 +203,14 @@ def main() -> None:
         print(f"| {stage} | {timings.get(stage, 0.0):.1f} | {written / 1e6:.1f} | {count:,} |")
     other = shuffles.get("other", (0, 0))
     print(f"| (untagged) | | {other[0] / 1e6:.1f} | {other[1]:,} |")
+    print()
+    print(
+        f"largest band-key bucket {counts['largest_bucket']:,} texts; "
+        f"{counts['split_buckets']:,} buckets split (split_buckets={args.split_buckets}); "
+        f"band-key pairs made {counts['band_key_pairs']:,}, "
+        f"the most by one task {counts['largest_task_pairs']:,} "
+        "(counted in one more pass over the join, inside the candidates time)"
+    )
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ _ITEM_SCHEMA = pa.schema(  # the Arrow form of simstore.spark's _ITEM_DDL
         ("planned", pa.bool_()),
         ("prior", pa.bool_()),
         ("moment", pa.int64()),  # microseconds since the epoch: added_at of a store's kept row
+        ("least", pa.int32()),  # Policy.min_shared: the band keys an earlier text must share
     ]
 )
 ITEM_FIELDS = ("key", "fp", "radius", "threshold", "text", "signature", "band_keys", "planned")
@@ -88,7 +89,11 @@ def _moment(count: int) -> datetime:
 
 
 def items_batch(
-    orders: Sequence[int], items: Sequence[Item], prior: bool, moments: Sequence[int]
+    orders: Sequence[int],
+    items: Sequence[Item],
+    prior: bool,
+    moments: Sequence[int],
+    policy: Policy,
 ) -> pa.RecordBatch:
     """Items as an Arrow batch of ``_ITEM_SCHEMA`` (fingerprints signed, like the store's)."""
     columns: list[Any] = [
@@ -104,6 +109,7 @@ def items_batch(
         [item.planned for item in items],
         [prior] * len(items),
         list(moments),
+        [policy.min_shared(item) for item in items],
     ]
     return pa.RecordBatch.from_arrays(
         [
@@ -144,7 +150,7 @@ def _sign(
         for first in range(0, len(orders), SIGN_CHUNK):
             last = first + SIGN_CHUNK
             items = _sign_chunk(keys[first:last], texts[first:last], preset, policy, max_distance)
-            yield items_batch(orders[first:last], items, False, [moment] * len(items))
+            yield items_batch(orders[first:last], items, False, [moment] * len(items), policy)
 
 
 def make_item(

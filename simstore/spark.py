@@ -19,7 +19,8 @@ moves the data. The stages (``STAGES``):
    later members are only ever *new* sides. They are replayed with the representative's edges in
    both directions (``last`` marks the representatives that need the reverse ones). A class
    whose item does not confirm itself is not collapsed.
-3. ``candidates``: explode band keys and self-join (shared-key counts); plus SimHash band probes
+3. ``candidates``: explode band keys and self-join (shared-key counts; big buckets split in
+   blocks, see Guard rails); plus SimHash band probes
    (``simstore.probes.band_values``, the store's own probe sets) when some item is unsigned
    (``SimHashOnly``, ``SimHashVerification``, unsigned rows of a store).
 4. ``confirm``: ``Policy.is_candidate`` then ``Policy.confirm_many`` (vectorised) per partition.
@@ -30,11 +31,17 @@ moves the data. The stages (``STAGES``):
    no edge are decided without it (kept, or a copy of their kept representative).
 
 Guard rails. The collapse takes exact copies (boilerplate repeated thousands of times) out of the
-band-key buckets. A bucket still shared by many distinct texts makes its pairs in Spark's join,
-which streams and spills, so memory per task stays bounded though the work grows with the square of
-the bucket; ``dedup`` logs the largest bucket at INFO. The output is deterministic for a fixed input
-(it does not depend on partitioning); its row order is not: sort by the key or join on it. Memory
-per task is bounded by one Arrow batch in the Python stages and one component in the replay.
+band-key buckets. A bucket still shared by many distinct texts (a boilerplate paragraph) has more
+than ``split_buckets`` texts split into blocks by a hash of the node, and each pair of blocks is its
+own join key (``_candidates_stage``): all the bucket's pairs are still made, exactly once, but in
+many tasks of at most about ``split_buckets**2`` pairs a key, not all in the one task that holds
+the key; ``dedup`` logs the largest bucket at INFO, and ``counts`` gets the most pairs one task
+made. Pairs sharing fewer band keys than ``Policy.min_shared`` of their new side (most of a
+boilerplate bucket's) are never candidates of two signed texts, so they are dropped before the
+confirm stage. The output is deterministic for a fixed input (it does not depend on partitioning,
+the shuffle partition count, the components step or the split); its row order is not: sort by the
+key or join on it. Memory per task is bounded by one Arrow batch in the Python stages and one
+component in the replay.
 
 ``incremental``: pass ``store=`` to dedup a new batch against the kept rows of a store's window,
 as ``add_many`` on that store would (the kept rows are exported through SQLAlchemy to the driver
@@ -88,11 +95,12 @@ RESULT_COLUMNS = ("key", "kept", "duplicate_of", "distance", "measure", "score")
 ITEM_COLUMNS = ("order", "fingerprint", "text", "signature", "band_keys")  # with_items=True
 DRIVER_EDGES = 20_000_000  # up to this many confirmed edges, components are found on the driver
 MAX_DISTANCE = 3  # dedup's SimHash radius by default, as SimStore's
+SPLIT_BUCKETS = 1_000  # a band-key bucket of more texts is split: at most ~1M pairs per join key
 
 _ITEM_DDL = (
     "order long, key string, fp long, b0 int, b1 int, b2 int, b3 int, radius int, "
     "threshold double, text string, signature binary, band_keys array<long>, planned boolean, "
-    "prior boolean, moment long"
+    "prior boolean, moment long, least int"
 )
 _CLASS_COLUMNS = ("fp", "radius", "threshold", "text", "signature", "planned", "twin")
 _SELF_DDL = "rep long, self_ok boolean, self_distance int, self_measure string, self_score double"
@@ -207,7 +215,7 @@ def _exported(
 
 
 def _prior_items(
-    spark: SparkSession, store: SimStore, at: datetime, first_order: int
+    spark: SparkSession, store: SimStore, at: datetime, first_order: int, policy: Policy
 ) -> DataFrame | None:
     """The store's kept rows as items ordered before every new row, or None if there are none."""
     rows = _exported(store, at)
@@ -222,7 +230,7 @@ def _prior_items(
             executor.make_item(key, fp, 0, None, text, signature, keys, signature is not None)
         )
     orders = range(first_order - len(rows), first_order)
-    record = executor.items_batch(list(orders), items, True, [row[4] for row in rows])
+    record = executor.items_batch(list(orders), items, True, [row[4] for row in rows], policy)
     return spark.createDataFrame(pa.Table.from_batches([record]), schema=_ITEM_DDL)
 
 
@@ -332,7 +340,9 @@ def dedup(
     with_items: bool = False,
     check: bool = True,
     driver_edges: int = DRIVER_EDGES,
+    split_buckets: int = SPLIT_BUCKETS,
     timings: dict[str, float] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> DataFrame:
     """Decide every row of ``df`` as ``SimStore.add_many`` would, adding them in ``order``.
 
@@ -347,10 +357,17 @@ def dedup(
     and its window at ``at``, default now), as ``add_many(rows, at=at)`` would on it; keys must
     be new to the store. ``check`` runs the input checks (one pass and two small aggregations);
     ``driver_edges`` bounds the confirmed edges whose components are found on the driver;
-    ``timings``, when given, gets each stage's wall seconds (each stage then runs on its own).
+    ``split_buckets``: a band key shared by more texts than this has its pairs made in blocks of
+    about this many texts, spread over Spark's tasks (0: never split; the decisions are the same);
+    ``timings``, when given, gets each stage's wall seconds (each stage then runs on its own);
+    ``counts`` gets ``largest_bucket`` (the most texts sharing one band key), ``split_buckets``
+    (the buckets split), ``largest_task_pairs`` (the most band-key pairs one task of the
+    candidate join made) and ``band_key_pairs`` (all it made: a pair once per key it shares); one
+    more pass over the join counts them.
     """
     recipe = _recipe(store, preset, policy, max_distance, at)
     check_int("driver_edges", driver_edges, lowest=0)
+    check_int("split_buckets", split_buckets, lowest=0)
     stages = _Stages(df.sparkSession, timings)
     rows = _check_input(df, key, text, order)
     if check:
@@ -358,7 +375,7 @@ def dedup(
     items = _sign_stage(stages, rows, recipe, store)
     nodes = _collapse_stage(stages, items, recipe)
     reps = nodes.filter(~F.col("follower"))
-    pairs = _candidates_stage(stages, reps)
+    pairs = _candidates_stage(stages, reps, recipe.policy, split_buckets, counts)
     edges = _confirm_stage(stages, reps, pairs, recipe)
     labels = stages.run("components", lambda: _components(stages.spark, edges, driver_edges))
     labels = stages.materialise("components", labels)
@@ -385,7 +402,8 @@ def _sign_stage(
     items = rows.mapInArrow(signer, _ITEM_DDL)
     if store is not None:
         first = stages.run("sign", lambda: rows.agg(F.min("order")).collect()[0][0])
-        prior = _prior_items(stages.spark, store, recipe.moment, 0 if first is None else int(first))
+        first_order = 0 if first is None else int(first)
+        prior = _prior_items(stages.spark, store, recipe.moment, first_order, recipe.policy)
         if prior is not None:
             items = items.unionByName(prior)
     if stages.timings is not None:
@@ -423,30 +441,83 @@ def _collapse_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> DataF
     return stages.materialise("collapse", nodes)
 
 
-def _candidates_stage(stages: _Stages, reps: DataFrame) -> DataFrame:
-    """3. candidates: shared band keys (count), and SimHash probes when an item is unsigned."""
+def _candidates_stage(
+    stages: _Stages,
+    reps: DataFrame,
+    policy: Policy,
+    split: int,
+    counts: dict[str, int] | None,
+) -> DataFrame:
+    """3. candidates: shared band keys (count), and SimHash probes when an item is unsigned.
+
+    A band-key bucket of more than ``split`` texts is split in ``parts`` blocks by a hash of the
+    node (its salt): a node goes to the blocks (min(salt, j), max(salt, j)) for every j < parts,
+    and a block joins the nodes of its two salts with each other (or of its one salt among
+    themselves), so every pair of the bucket is made exactly once, in one of parts * (parts + 1)
+    / 2 join keys of at most about split**2 pairs each, which Spark spreads over its tasks."""
     keyed = reps.filter(F.size("band_keys") > 0).select(
-        F.col("order").alias("node"), "reach", "prior", F.explode("band_keys").alias("bk")
+        F.col("order").alias("node"), "reach", "prior", "least", F.explode("band_keys").alias("bk")
     )
+    sizes = keyed.groupBy("bk").agg(F.count(F.lit(1)).alias("size"))
+    largest = 0
+    if split > 0 or counts is not None or log.isEnabledFor(logging.INFO):
+        largest = stages.run("candidates", lambda: sizes.agg(F.max("size")).collect()[0][0]) or 0
+        log.info("simstore.spark: the largest band-key bucket holds %s texts", largest)
+    split_up = 0 < split < largest
+    keys = ["bk"]
+    if split_up:
+        big = sizes.filter(F.col("size") > split).select(
+            "bk", F.ceil(F.col("size") / split).cast("int").alias("parts")
+        )
+        if counts is not None:
+            counts["split_buckets"] = stages.run("candidates", big.count)
+        parts = F.coalesce(F.col("parts"), F.lit(1))
+        salted = keyed.join(big, "bk", "left").select(
+            "*",
+            F.pmod(F.xxhash64("node"), parts).cast("int").alias("salt"),
+            F.explode(F.sequence(F.lit(0), parts - 1)).alias("j"),
+        )
+        keyed = salted.select(
+            "node", "reach", "prior", "least", "bk", "salt",
+            F.least("salt", "j").alias("blk_lo"), F.greatest("salt", "j").alias("blk_hi"),
+        )  # fmt: skip
+        keys += ["blk_lo", "blk_hi"]
+    elif counts is not None:
+        counts["split_buckets"] = 0
     low, high = keyed.alias("low"), keyed.alias("high")
-    shared = (
-        low.join(
-            high, (F.col("low.bk") == F.col("high.bk")) & (F.col("low.node") < F.col("high.node"))
+    on = F.col("low.node") < F.col("high.node")
+    for name in keys:
+        on &= F.col(f"low.{name}") == F.col(f"high.{name}")
+    if split_up:  # in block (a, b), a != b, only the pairs across its two salts
+        on &= (F.col("low.salt") != F.col("high.salt")) | (
+            F.col("low.blk_lo") == F.col("low.blk_hi")
         )
-        .groupBy(F.col("low.node").alias("lo"), F.col("high.node").alias("hi"))
-        .agg(
-            F.count(F.lit(1)).alias("shared"),
-            F.first(F.col("low.reach")).alias("lo_reach"),
-            F.first(F.col("low.prior")).alias("lo_prior"),
-            F.first(F.col("high.prior")).alias("hi_prior"),
+    joined = low.join(high, on)
+    if counts is not None:
+        counts["largest_bucket"] = int(largest)
+        per_task = joined.groupBy(F.spark_partition_id().alias("task")).count()
+        most, made = stages.run(
+            "candidates", lambda: per_task.agg(F.max("count"), F.sum("count")).collect()[0]
         )
-    )
-    directed = shared.filter(~F.col("hi_prior")).select(
-        F.col("hi").alias("new"), F.col("lo").alias("old"), "shared"
-    )
-    backward = shared.filter(~F.col("lo_prior") & (F.col("lo_reach") > F.col("hi"))).select(
-        F.col("lo").alias("new"), F.col("hi").alias("old"), "shared"
-    )
+        counts["largest_task_pairs"] = int(most or 0)
+        counts["band_key_pairs"] = int(made or 0)
+    # a node's reach, prior and least are grouped by, not aggregated (they follow from the
+    # node): a count alone is the cheapest aggregation of the pairs, the bulk of the stage
+    shared = joined.groupBy(
+        F.col("low.node").alias("lo"), F.col("high.node").alias("hi"),
+        F.col("low.reach").alias("lo_reach"), F.col("low.prior").alias("lo_prior"),
+        F.col("high.prior").alias("hi_prior"), F.col("low.least").alias("lo_least"),
+        F.col("high.least").alias("hi_least"),
+    ).agg(F.count(F.lit(1)).alias("shared"))  # fmt: skip
+    directed = shared.filter(~F.col("hi_prior"))
+    backward = shared.filter(~F.col("lo_prior") & (F.col("lo_reach") > F.col("hi")))
+    if _counts_band_keys_only(policy):
+        # two signed texts are candidates by their band keys only (Policy.is_candidate): a pair
+        # sharing fewer than the new side's min_shared is never one, so it is not confirmed
+        directed = directed.filter(F.col("shared") >= F.col("hi_least"))
+        backward = backward.filter(F.col("shared") >= F.col("lo_least"))
+    directed = directed.select(F.col("hi").alias("new"), F.col("lo").alias("old"), "shared")
+    backward = backward.select(F.col("lo").alias("new"), F.col("hi").alias("old"), "shared")
     pairs = directed.unionByName(backward)
     unsigned = reps.filter(F.col("signature").isNull() | (F.size("band_keys") == 0))
     if stages.run("candidates", lambda: unsigned.limit(1).count()):
@@ -455,13 +526,14 @@ def _candidates_stage(stages: _Stages, reps: DataFrame) -> DataFrame:
             .groupBy("new", "old")
             .agg(F.max("shared").alias("shared"))
         )
-    if log.isEnabledFor(logging.INFO):
-        largest = stages.run(
-            "candidates",
-            lambda: keyed.groupBy("bk").count().agg(F.max("count")).collect()[0][0],
-        )
-        log.info("simstore.spark: the largest band-key bucket holds %s texts", largest)
     return pairs
+
+
+def _counts_band_keys_only(policy: Policy) -> bool:
+    """Whether ``policy`` keeps the base rule for two signed texts (band keys only, at least
+    ``min_shared``), so that pairs sharing fewer may be dropped before they are confirmed."""
+    rule = type(policy)
+    return rule.is_candidate is Policy.is_candidate and rule.by_radius is Policy.by_radius
 
 
 def _confirm_stage(

@@ -6,12 +6,14 @@ serves every test."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import string
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,7 +24,7 @@ import pytest
 
 pytest.importorskip("pyspark", reason="simstore[spark] is not installed")
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 
 from simstore import batch, handover
 from simstore import spark as simspark
@@ -73,10 +75,10 @@ def store_verdicts(store: SimStore, records: Sequence[tuple[str, str]]) -> dict[
     return out
 
 
-def spark_verdicts(result: DataFrame) -> dict[str, Verdict]:
+def spark_verdicts(result: DataFrame | list[Row]) -> dict[str, Verdict]:
+    rows = result if isinstance(result, list) else result.collect()
     return {
-        row.key: (row.kept, row.duplicate_of, row.distance, row.measure, row.score)
-        for row in result.collect()
+        row.key: (row.kept, row.duplicate_of, row.distance, row.measure, row.score) for row in rows
     }
 
 
@@ -139,7 +141,7 @@ def test_real_text_equals_add_many(spark: SparkSession, name: str) -> None:
     assert sum(not verdict[0] for verdict in expected.values()) > 20
 
 
-def test_chains_and_copies_equal_add_many_with_either_components_step(
+def test_chains_and_copies_equal_add_many_and_the_output_is_deterministic(
     spark: SparkSession,
 ) -> None:
     policy = MinHashVerification()
@@ -147,30 +149,113 @@ def test_chains_and_copies_equal_add_many_with_either_components_step(
     assert kept_next_to_a_duplicate(records, policy) >= 3  # chains that component-dedup breaks
     expected = store_verdicts(SimStore("sqlite://", policy=policy), records)
     df = frame(spark, records)
-    on_driver = simspark.dedup(df, key="id", text="body", order="position")
+    on_driver = simspark.dedup(
+        df, key="id", text="body", order="position", with_items=True
+    ).collect()
     assert_same(expected, spark_verdicts(on_driver))
-    in_spark = simspark.dedup(df, key="id", text="body", order="position", driver_edges=0)
-    assert_same(expected, spark_verdicts(in_spark))
+    # deterministic: another input partitioning, shuffle partition count and components step
+    # give the same output, row for row (fingerprints, signatures and band keys included)
+    with spark_conf(spark, {"spark.sql.shuffle.partitions": "5"}):
+        in_spark = simspark.dedup(
+            df.repartition(3), key="id", text="body", order="position", driver_edges=0,
+            with_items=True,
+        )  # fmt: skip
+        in_spark_rows = all_rows(in_spark)
+    assert in_spark_rows == all_rows(on_driver)
 
 
-def test_a_skewed_bucket(spark: SparkSession) -> None:
-    # 1,500 exact copies of a footer plus 300 texts made of the footer and a few words of their
-    # own: one band key held by ~1,800 rows, the copies collapsed to one representative.
-    rng = random.Random(5)
-    footer = (
+@contextlib.contextmanager
+def spark_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """The session's SQL settings changed for a while."""
+    before = {name: spark.conf.get(name, None) for name in settings}
+    for name, value in settings.items():
+        spark.conf.set(name, value)
+    try:
+        yield
+    finally:
+        for name, old in before.items():
+            if old is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, old)
+
+
+def all_rows(result: DataFrame | list[Row]) -> list[tuple[Any, ...]]:
+    return sorted(tuple(row) for row in (result if isinstance(result, list) else result.collect()))
+
+
+# Four words whose character 5-grams have the smallest images under MinHash values 0-3 among 4M
+# random 5-letter words (minhash._gram_hashes and _PERMUTATIONS, searched once): every text that
+# holds them has band 0's minima from them, so it holds band 0's key.
+BAND_ZERO = "egvmb ikfyl fzdch uzijy"
+
+
+def boilerplate_corpus(distinct: int, seed: int) -> list[tuple[str, str]]:
+    """``distinct`` texts of ~110 words of their own and one long notice (holding BAND_ZERO, so
+    all share a band key while pairs share few others), 10% near copies (3 words changed), and
+    200 exact copies of the bare notice; shuffled."""
+    rng = random.Random(seed)
+    letters = random.Random(1)
+    vocabulary = sorted(
+        {
+            "".join(letters.choices(string.ascii_lowercase, k=letters.randint(3, 9)))
+            for _ in range(5000)
+        }
+    )
+    notice = (
         "This message and any attachments are confidential and intended solely for the "
-        "addressee. If you received it in error please notify the sender and delete it. "
-    ) * 3
-    texts = [footer] * 1500 + [
-        footer + " ".join(rng.choices(["alpha", "beta", "gamma", "delta", "omega"], k=6))
-        for _ in range(300)
-    ]
+        "addressee; if you received it in error please notify the sender at once and delete "
+        f"it. Reference {BAND_ZERO}. Opinions expressed are the author's own."
+    )
+    texts = [" ".join(rng.choices(vocabulary, k=110)) + " " + notice for _ in range(distinct)]
+    for _ in range(distinct // 10):
+        words = rng.choice(texts).split()
+        for _edit in range(3):
+            words[rng.randrange(len(words) - 40)] = rng.choice(vocabulary)
+        texts.append(" ".join(words))
+    texts += [notice] * 200
     rng.shuffle(texts)
-    records = [(f"s{i:05d}", text) for i, text in enumerate(texts)]
+    return [(f"b{i:05d}", text) for i, text in enumerate(texts)]
+
+
+def test_a_skewed_bucket_is_split_with_the_same_decisions(spark: SparkSession) -> None:
+    # ~2,200 distinct texts share band 0's key: one bucket of ~2.4M pairs, nearly all sharing
+    # just that key (so not candidates). Broadcast joins off and 8 shuffle partitions, as on a
+    # corpus too big to broadcast: unsplit, one task makes every pair of the bucket.
+    records = boilerplate_corpus(2000, seed=9)
     expected = store_verdicts(SimStore("sqlite://"), records)
-    result = simspark.dedup(frame(spark, records), key="id", text="body", order="position")
-    assert_same(expected, spark_verdicts(result))
-    assert sum(verdict[0] for verdict in expected.values()) < 10
+    assert 150 < sum(not verdict[0] for verdict in expected.values()) < 600
+    df = frame(spark, records)
+    unsplit: dict[str, int] = {}
+    split: dict[str, int] = {}
+    big_data = {
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    }
+    with spark_conf(spark, big_data):
+        whole = simspark.dedup(
+            df, key="id", text="body", order="position", split_buckets=0, counts=unsplit
+        )
+        whole_rows = whole.collect()
+        parted = simspark.dedup(
+            df, key="id", text="body", order="position", split_buckets=250, counts=split
+        )
+        parted_rows = parted.collect()
+    assert_same(expected, spark_verdicts(whole_rows))
+    assert all_rows(parted_rows) == all_rows(whole_rows)  # the same output, row for row
+    bucket = unsplit["largest_bucket"]
+    assert bucket > 2100 and split["largest_bucket"] == bucket
+    assert (unsplit["split_buckets"], split["split_buckets"]) == (0, 1)
+    # every pair of distinct texts made once per band key they share, split or not
+    items = batch.sign(sorted({text for _key, text in records}))
+    sizes = Counter(band_key for item in items for band_key in item.band_keys)
+    made = sum(size * (size - 1) // 2 for size in sizes.values())
+    assert unsplit["band_key_pairs"] == split["band_key_pairs"] == made
+    assert unsplit["largest_task_pairs"] >= bucket * (bucket - 1) // 2  # the bucket in one task
+    assert split["largest_task_pairs"] < unsplit["largest_task_pairs"] / 3
+    print(f"largest pairs per task: {unsplit['largest_task_pairs']:,} unsplit, "
+          f"{split['largest_task_pairs']:,} split")  # fmt: skip
 
 
 def handed_over(
