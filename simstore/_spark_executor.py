@@ -51,12 +51,15 @@ _ITEM_SCHEMA = pa.schema(  # the Arrow form of simstore.spark's _ITEM_DDL
         ("signature", pa.binary()),
         ("band_keys", pa.list_(pa.int64())),
         ("planned", pa.bool_()),
+        ("mostly_cjk", pa.bool_()),  # decides the long threshold of the new side (Item.mostly_cjk)
         ("prior", pa.bool_()),
         ("moment", pa.int64()),  # microseconds since the epoch: added_at of a store's kept row
         ("least", pa.int32()),  # Policy.min_shared: the band keys an earlier text must share
     ]
 )
-ITEM_FIELDS = ("key", "fp", "radius", "threshold", "text", "signature", "band_keys", "planned")
+ITEM_FIELDS = (
+    "key", "fp", "radius", "threshold", "text", "signature", "band_keys", "planned", "mostly_cjk"
+)  # fmt: skip
 _EDGE_SCHEMA = pa.schema(
     [
         ("new", pa.int64()),
@@ -107,6 +110,7 @@ def items_batch(
         [item.signature for item in items],
         [list(item.band_keys) for item in items],
         [item.planned for item in items],
+        [item.mostly_cjk for item in items],
         [prior] * len(items),
         list(moments),
         [policy.min_shared(item) for item in items],
@@ -162,6 +166,7 @@ def make_item(
     signature: bytes | None,
     band_keys: Sequence[int] | None,
     planned: bool,
+    mostly_cjk: bool,
 ) -> Item:
     """The Item a row stands for (as ``batch.sign`` made it; features are not needed any more)."""
     return Item(
@@ -174,6 +179,7 @@ def make_item(
         signature=signature,
         band_keys=tuple(band_keys or ()),
         planned=planned,
+        mostly_cjk=bool(mostly_cjk),
     )
 
 

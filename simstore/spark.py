@@ -100,9 +100,11 @@ SPLIT_BUCKETS = 1_000  # a band-key bucket of more texts is split: at most ~1M p
 _ITEM_DDL = (
     "order long, key string, fp long, b0 int, b1 int, b2 int, b3 int, radius int, "
     "threshold double, text string, signature binary, band_keys array<long>, planned boolean, "
-    "prior boolean, moment long, least int"
+    "mostly_cjk boolean, prior boolean, moment long, least int"
 )
-_CLASS_COLUMNS = ("fp", "radius", "threshold", "text", "signature", "planned", "twin")
+_CLASS_COLUMNS = (
+    "fp", "radius", "threshold", "text", "signature", "planned", "mostly_cjk", "twin"
+)  # fmt: skip
 _SELF_DDL = "rep long, self_ok boolean, self_distance int, self_measure string, self_score double"
 _EDGE_DDL = "new long, old long, distance int, measure string, score double"
 _PROBE_DDL = "node long, band int, value int"
@@ -225,9 +227,11 @@ def _prior_items(
     items = []
     for key, fp, text, signature, _added in rows:
         keys = handover.band_keys_of(signature) if signature is not None else ()
-        # a kept row is only ever the old side: its radius and threshold are never read
+        # a kept row is only ever the old side: its radius, threshold and script are never read
         items.append(
-            executor.make_item(key, fp, 0, None, text, signature, keys, signature is not None)
+            executor.make_item(
+                key, fp, 0, None, text, signature, keys, signature is not None, False
+            )
         )
     orders = range(first_order - len(rows), first_order)
     record = executor.items_batch(list(orders), items, True, [row[4] for row in rows], policy)
