@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 import uuid
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -430,3 +432,34 @@ def test_a_blank_text_is_refused_everywhere_and_writes_nothing(
     assert isinstance(failure.value.__cause__, InvalidInput)
     assert store.get("blank") is None and store.get("fine") is None
     assert store.stats().decisions == 0
+
+
+@pytest.mark.slow  # a minute: 40 MiB of log written through add_many
+def test_the_write_ahead_log_is_checkpointed_off_the_commits_and_stays_bounded(
+    tmp_path: Path,
+) -> None:
+    # SQLite's own checkpoint runs in the commit that passes 1,000 pages (every ~35 adds of a
+    # text, ~10 ms each); the store's thread does it instead, its connections only past 10,000
+    path = tmp_path / "wal.db"
+    store = SimStore(f"sqlite:///{path}")
+    raw = store.engine.raw_connection()
+    try:
+        assert raw.cursor().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 10_000
+    finally:
+        raw.close()
+
+    def burst(first: int, count: int) -> None:
+        items = ((f"k{n}", f"text number {n} " + "some words " * 120) for n in range(first, count))
+        for _decision in store.add_many(items, batch_size=100):
+            pass
+
+    size_before = path.stat().st_size
+    burst(0, 2_000)  # ~1,800 pages: past the thread's 4 MiB, under the commits' 10,000
+    deadline = time.monotonic() + 10
+    while path.stat().st_size == size_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.stat().st_size > size_before  # pages copied into the file, by the thread
+    burst(2_000, 14_000)  # sustained: more than 10,000 pages of log
+    assert Path(f"{path}-wal").stat().st_size < 48 << 20  # bounded by the commits' checkpoint
+    assert store.stats().decisions == 14_000
+    store.close()
