@@ -118,7 +118,7 @@ def fill(path: Path, texts: list[str]) -> None:
             for i, (value, text) in enumerate(zip(values, normalised, strict=True))
         ]
         side = sorted(
-            (key, ns_id, PART, first + i + 1)
+            (key, ns_id, first + i + 1)
             for i, band_keys in enumerate(keys)
             for key in set(band_keys)
         )
@@ -129,7 +129,7 @@ def fill(path: Path, texts: list[str]) -> None:
             rows,
         )
         connection.executemany(
-            "INSERT INTO simstore_minhash (band_key, ns_id, part, fp_id) VALUES (?, ?, ?, ?)", side
+            "INSERT INTO simstore_minhash (band_key, ns_id, fp_id) VALUES (?, ?, ?)", side
         )
         connection.execute("COMMIT")
         done = first + len(chunk)

@@ -230,8 +230,8 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
     del band_keys
     fp_ids = np.concatenate(owners)
     del owners
-    # the primary key's order (band_key, ns_id, part, fp_id), for an append-only build: one
-    # namespace, and ids ascend with time, so part follows fp_id and a stable sort by key is it
+    # the primary key's order (band_key, ns_id, fp_id), for an append-only build: one namespace,
+    # and the ids ascend, so a stable sort by key is it
     order = np.argsort(keys, kind="stable")
     keys = keys[order]
     fp_ids = fp_ids[order]
@@ -240,13 +240,8 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
     for first in range(0, len(keys), step):
         chunk_ids = fp_ids[first : first + step]
         connection.executemany(
-            f"INSERT INTO simstore_minhash (band_key, ns_id, part, fp_id) VALUES (?, {ns_id}, ?, ?)",
-            zip(
-                keys[first : first + step].tolist(),
-                parts[chunk_ids - 1].tolist(),
-                chunk_ids.tolist(),
-                strict=True,
-            ),
+            f"INSERT INTO simstore_minhash (band_key, ns_id, fp_id) VALUES (?, {ns_id}, ?)",
+            zip(keys[first : first + step].tolist(), chunk_ids.tolist(), strict=True),
         )
     band_rows = len(keys)
     del keys, fp_ids
@@ -314,12 +309,12 @@ def _rows(path: Path, keys: Sequence[str]) -> dict[str, list[tuple[Any, ...]]]:
         connection.close()
 
 
-def _band_keys(path: Path) -> list[tuple[str, int, int, int]]:
-    """(key, band_key, ns_id, part) of every band-key row of a small file."""
+def _band_keys(path: Path) -> list[tuple[str, int, int]]:
+    """(key, band_key, ns_id) of every band-key row of a small file."""
     connection = sqlite3.connect(path)
     try:
         return connection.execute(
-            "SELECT f.key, m.band_key, m.ns_id, m.part FROM simstore_minhash m "
+            "SELECT f.key, m.band_key, m.ns_id FROM simstore_minhash m "
             "JOIN simstore_fingerprints f ON f.id = m.fp_id AND f.ns_id = m.ns_id "
             "ORDER BY f.key, m.band_key"
         ).fetchall()
@@ -327,12 +322,12 @@ def _band_keys(path: Path) -> list[tuple[str, int, int, int]]:
         connection.close()
 
 
-def _missing_band_keys(path: Path, expected: list[tuple[str, int, int, int]]) -> int:
-    """How many of these (key, band_key, ns_id, part) rows the big file lacks, under the id of its
+def _missing_band_keys(path: Path, expected: list[tuple[str, int, int]]) -> int:
+    """How many of these (key, band_key, ns_id) rows the big file lacks, under the id of its
     row of that key (primary-key seeks: the side table has no index on fp_id)."""
     connection = sqlite3.connect(path)
     try:
-        keys = sorted({key for key, _band_key, _ns_id, _part in expected})
+        keys = sorted({key for key, _band_key, _ns_id in expected})
         ids = dict(
             connection.execute(
                 "SELECT key, id FROM simstore_fingerprints WHERE key IN "
@@ -343,11 +338,11 @@ def _missing_band_keys(path: Path, expected: list[tuple[str, int, int, int]]) ->
         return sum(
             connection.execute(
                 "SELECT COUNT(*) FROM simstore_minhash WHERE band_key = ? AND ns_id = ? "
-                "AND part = ? AND fp_id = ?",
-                (band_key, ns_id, part, ids[key]),
+                "AND fp_id = ?",
+                (band_key, ns_id, ids[key]),
             ).fetchone()[0]
             != 1
-            for key, band_key, ns_id, part in expected
+            for key, band_key, ns_id in expected
         )
     finally:
         connection.close()

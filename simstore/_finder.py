@@ -282,7 +282,7 @@ class Finder:
         holders: dict[int, list[int]] = {}
         for chunk in chunks(wanted, prepared.MAX_IN):
             size = prepared.padded(len(chunk))
-            statement = prepared.band_key_lookup(conn.dialect, size, "cutoff" in params)
+            statement = prepared.band_key_lookup(conn.dialect, size)
             for band_key, row_id in statement.run(conn, {**params, **padded_params("k", chunk)}):
                 holders.setdefault(int(band_key), []).append(int(row_id))
         found = []

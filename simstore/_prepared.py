@@ -312,52 +312,44 @@ def rows_sharing_band_keys(dialect: sa.Dialect, count: int, windowed: bool) -> P
     a query's candidates and what confirming them needs, in one round trip."""
 
     def build() -> ClauseElement:
-        groups = _band_key_groups(count, windowed)
-        return sa.select(*(fingerprints.c[name] for name in _DETAIL_COLUMNS)).where(
+        groups = _band_key_groups(count)
+        query = sa.select(*(fingerprints.c[name] for name in _DETAIL_COLUMNS)).where(
             fingerprints.c.ns_id == sa.bindparam("ns"), fingerprints.c.id.in_(groups)
         )
+        if windowed:
+            query = query.where(fingerprints.c.part >= sa.bindparam("cutoff"))
+        return query
 
     return _cached(("rows_sharing_band_keys", count, windowed), dialect, build)
 
 
-def band_key_lookup(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared:
-    """(band key, row id) of the MinHash band keys ``k0``.. in namespace ``ns`` (and window)."""
+def band_key_lookup(dialect: sa.Dialect, count: int) -> Prepared:
+    """(band key, row id) of the MinHash band keys ``k0``.. in namespace ``ns`` (every row's:
+    the retention window is checked on the rows they lead to)."""
 
     def build() -> ClauseElement:
         names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
-        query = sa.select(minhash_keys.c.band_key, minhash_keys.c.fp_id).where(
+        return sa.select(minhash_keys.c.band_key, minhash_keys.c.fp_id).where(
             minhash_keys.c.band_key.in_(names), minhash_keys.c.ns_id == sa.bindparam("ns")
         )
-        if windowed:
-            query = query.where(minhash_keys.c.part >= sa.bindparam("cutoff"))
-        return query
 
-    return _cached(("band_keys", count, windowed), dialect, build)
+    return _cached(("band_keys", count), dialect, build)
 
 
-def _band_key_groups(count: int, windowed: bool) -> sa.Select[Any]:
+def _band_key_groups(count: int) -> sa.Select[Any]:
     names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
     query = sa.select(minhash_keys.c.fp_id).where(
         minhash_keys.c.band_key.in_(names), minhash_keys.c.ns_id == sa.bindparam("ns")
     )
-    if windowed:
-        query = query.where(minhash_keys.c.part >= sa.bindparam("cutoff"))
     return query.group_by(minhash_keys.c.fp_id).having(sa.func.count() >= sa.bindparam("least"))
 
 
-def band_key_groups(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared:
-    """Row ids sharing at least ``least`` of the MinHash band keys ``k0``.. (namespace ``ns``)."""
-    return _cached(
-        ("band_key_groups", count, windowed), dialect, lambda: _band_key_groups(count, windowed)
-    )
-
-
-BAND_KEY_PRIMARY_KEY = ("band_key", "ns_id", "part", "fp_id")
+BAND_KEY_PRIMARY_KEY = ("band_key", "ns_id", "fp_id")
 
 
 def delete_band_key(dialect: sa.Dialect) -> Prepared:
     """DELETE of one ``simstore_minhash`` row by its primary key; ``run_rows`` takes
-    (band_key, ns_id, part, fp_id) tuples."""
+    (band_key, ns_id, fp_id) tuples."""
 
     def build() -> ClauseElement:
         return sa.delete(minhash_keys).where(

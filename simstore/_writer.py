@@ -151,8 +151,8 @@ class Writer:
             for row_id, key in statement.run(conn, params):
                 ids[key] = int(row_id)
         rows = [
-            BandKeyRow(band_key, self.ns_id, part, ids[key])
-            for key, part, band_keys in kept
+            BandKeyRow(band_key, self.ns_id, ids[key])
+            for key, _part, band_keys in kept
             for band_key in band_keys
         ]
         prepared.insert_into(conn.dialect, minhash_keys).run_rows(conn, rows)

@@ -220,7 +220,7 @@ def _write(
     if signed:
         ids = _ids_by_key(conn, ns_id, [row.key for row in signed])
         band_rows = [
-            BandKeyRow(band_key, ns_id, part, ids[row.key])
+            BandKeyRow(band_key, ns_id, ids[row.key])
             for row in signed
             for band_key in row.band_keys or ()
         ]

@@ -30,12 +30,7 @@ log = logging.getLogger("simstore")
 PURGE_BATCH_ROWS = 10_000
 _TIMES = {fingerprints: fingerprints.c.added_at, decisions: decisions.c.decided_at}
 # what ``delete_band_keys`` needs of a kept row
-_SIGNED_ROW = (
-    fingerprints.c.id,
-    fingerprints.c.ns_id,
-    fingerprints.c.part,
-    fingerprints.c.signature,
-)
+_SIGNED_ROW = (fingerprints.c.id, fingerprints.c.ns_id, fingerprints.c.signature)
 
 
 def purge(
@@ -114,18 +109,28 @@ def _would_purge(
             for table, moment in _TIMES.items():
                 partition_rows += _count(conn, table, moment < dropped)
         counts = []
-        for table in (fingerprints, decisions, minhash_keys):
+        for table in (fingerprints, decisions):
             where = [table.c.ns_id == ns_id, table.c.part < cutoff]
-            if dropped is not None and table in _TIMES:  # not counted twice
+            if dropped is not None:  # not counted twice
                 where.append(_TIMES[table] >= dropped)
             counts.append(_count(conn, table, *where))
-    kept, logged, band_keys = counts
+        kept, logged = counts
+        # the band keys of the kept rows that go (a partition drop takes its rows' keys too)
+        going = [fingerprints.c.ns_id == ns_id, fingerprints.c.part < cutoff]
+        if dropped is not None:
+            going.append(fingerprints.c.added_at >= dropped)
+        band_keys = _count(
+            conn,
+            minhash_keys.join(fingerprints, fingerprints.c.id == minhash_keys.c.fp_id),
+            minhash_keys.c.ns_id == ns_id,
+            *going,
+        )
     return Purged(
         window, utc_aware(before), partition_seconds, kept, logged, band_keys, partition_rows, True
     )
 
 
-def _count(conn: Connection, table: sa.Table, *where: Any) -> int:
+def _count(conn: Connection, table: sa.FromClause, *where: Any) -> int:
     return int(
         conn.execute(sa.select(sa.func.count()).select_from(table).where(*where)).scalar_one()
     )
@@ -198,23 +203,23 @@ def _purge_band_keys_before_drop(
 
 
 def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
-    """Delete the ``simstore_minhash`` rows of kept rows given as (id, ns_id, part, signature).
+    """Delete the ``simstore_minhash`` rows of kept rows given as (id, ns_id, signature).
 
     Each row's band keys are recomputed from its signature (distinct, as ``Policy.sign`` stores
     them) and deleted by their full primary key, one executemany on the driver's cursor (a seek
     each). Rows without a signature have no band keys. Returns the band-key rows asked to go.
     """
     signed = [
-        (int(row_id), int(ns), int(part), bytes(signature))
-        for row_id, ns, part, signature in rows
+        (int(row_id), int(ns), bytes(signature))
+        for row_id, ns, signature in rows
         if signature is not None and len(signature) == minhash.SIGNATURE_BYTES
     ]
     if not signed:
         return 0
-    keys = minhash.band_keys(np.stack([minhash.from_bytes(row[3]) for row in signed])).tolist()
+    keys = minhash.band_keys(np.stack([minhash.from_bytes(row[2]) for row in signed])).tolist()
     params = [
-        (key, ns, part, row_id)
-        for (row_id, ns, part, _signature), row_keys in zip(signed, keys, strict=True)
+        (key, ns, row_id)
+        for (row_id, ns, _signature), row_keys in zip(signed, keys, strict=True)
         for key in sorted(set(row_keys))
     ]
     prepared.delete_band_key(conn.dialect).run_rows(conn, params)

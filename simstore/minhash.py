@@ -11,6 +11,13 @@ index seeks on a side table finds the candidates.
 The scheme is fixed (it is stored): 96 values over character 5-grams of the normalised text, 24
 bands of 4 values. It and the policy's thresholds were chosen on the labelled pairs of
 ``benchmarks/quality/`` (``candidates.py``); changing anything here means a new scheme version.
+
+Each value is kept as one byte (b-bit MinHash, Li and König 2010): the 32-bit minimum is mixed and
+its top 8 bits stored. Two texts' bytes agree when their minima agree (probability J) and by
+chance otherwise (1/256), so the estimate subtracts the chance agreements; at 96 values that costs
+a fraction of the estimate's own standard error, and the signature is 96 bytes instead of 384. A
+band's four bytes are one 32-bit word, hashed with the band's number into a 32-bit key (SQLite
+keeps it in 4 bytes): two unrelated texts share a band key with probability ~2**-31.
 """
 
 from __future__ import annotations
@@ -22,15 +29,16 @@ import numpy.typing as npt
 
 from simstore._mix import GOLDEN, mix64
 
-SCHEME = "minhash-c5-96-24x4-v1"
+SCHEME = "minhash-c5-96-24x4-b8-v2"
 NGRAM = 5
 VALUES = 96
 BANDS = 24
-ROWS = 4  # values per band: two 64-bit words (band_keys relies on it)
-SIGNATURE_BYTES = VALUES * 4
+ROWS = 4  # values per band: one 32-bit word (band_keys relies on it)
+SIGNATURE_BYTES = VALUES  # one byte a value
+CHANCE = 1 / 256  # two bytes of different minima agree with this probability
 GRAMS_PER_PASS = 1 << 16  # bounds memory: a pass holds GRAMS_PER_PASS x VALUES 32-bit images
 
-Signatures = npt.NDArray[np.uint32]
+Signatures = npt.NDArray[np.uint8]
 _U64 = npt.NDArray[np.uint64]
 
 _SEED = np.uint64(0x5EED5EED5EED5EED)
@@ -40,6 +48,10 @@ _HIGH = np.uint64(32)
 # draw the quality benchmark measured (seed 6); the signature keeps the first 96.
 _PERMUTATIONS = np.random.default_rng(6).integers(0, 2**32, size=128, dtype=np.uint32)[:VALUES]
 _M32 = np.uint32(0x9E3779B1)
+# a minimum's byte: its top 8 bits after one more odd multiply (the minimum's own top bits are
+# mostly zero, being a minimum; the product's top byte depends on all 32 bits)
+_TO_BYTE = np.uint32(0x2C1B3C6D)
+_BYTE_SHIFT = np.uint32(24)
 
 
 _BAND_SEEDS = mix64(np.arange(BANDS, dtype=np.uint64) * GOLDEN + _SEED)  # one per band number
@@ -88,7 +100,18 @@ def _gram_hashes(pieces: Sequence[str]) -> tuple[_U64, npt.NDArray[np.int64]]:
 
 
 def signatures(texts: Sequence[str]) -> Signatures:
-    """(len(texts), VALUES) MinHash signatures of normalised texts (an empty text: all ones)."""
+    """(len(texts), VALUES) one-byte MinHash signatures of normalised texts."""
+    return to_stored_values(minima(texts))
+
+
+def to_stored_values(full: npt.NDArray[np.uint32]) -> Signatures:
+    """The stored byte of each 32-bit minimum."""
+    stored: Signatures = ((full * _TO_BYTE) >> _BYTE_SHIFT).astype(np.uint8)
+    return stored
+
+
+def minima(texts: Sequence[str]) -> npt.NDArray[np.uint32]:
+    """(len(texts), VALUES) 32-bit minima of each permutation (an empty text: all ones)."""
     result = np.full((len(texts), VALUES), 0xFFFFFFFF, dtype=np.uint32)
     pieces, owners = _pieces(texts)
     first = 0
@@ -115,29 +138,39 @@ def signatures(texts: Sequence[str]) -> Signatures:
 
 
 def band_keys(signed: Signatures) -> npt.NDArray[np.int64]:
-    """(n, BANDS) signed 64-bit keys: each band's ROWS values hashed together with its number.
+    """(n, BANDS) signed 32-bit keys (as int64): each band's ROWS bytes hashed with its number.
 
-    A band's four 32-bit values are read as two 64-bit words (little-endian, as stored); any good
-    64-bit hash of them serves, since two bands share a key only when their values are equal.
+    A band's four bytes are read as one 32-bit word (as stored); any good hash of it serves,
+    since two bands share a key only when their bytes are equal or by a 2**-32 chance.
     """
-    words = np.ascontiguousarray(signed, dtype="<u4").view("<u8").reshape(len(signed), BANDS, 2)
-    low, high = words[:, :, 0].astype(np.uint64), words[:, :, 1].astype(np.uint64)
-    keys = mix64(mix64(low ^ _BAND_SEEDS) + high * GOLDEN)
-    return keys.view(np.int64)
+    words = np.ascontiguousarray(signed, dtype=np.uint8).view("<u4").reshape(len(signed), BANDS)
+    keys: npt.NDArray[np.int64] = mix64(words.astype(np.uint64) ^ _BAND_SEEDS).view(np.int64)
+    high: npt.NDArray[np.int64] = keys >> np.int64(32)
+    return high
 
 
 def to_bytes(signature: Signatures) -> bytes:
-    """One signature as stored in the row (little-endian 32-bit values)."""
-    return signature.astype("<u4", copy=False).tobytes()
+    """One signature as stored in the row (one byte a value)."""
+    return signature.astype(np.uint8, copy=False).tobytes()
 
 
 def from_bytes(stored: bytes) -> Signatures:
-    return np.frombuffer(stored, dtype="<u4").astype(np.uint32)
+    values: Signatures = np.frombuffer(stored, dtype=np.uint8).copy()
+    return values
+
+
+def jaccard(matches: int) -> float:
+    """The Jaccard similarity that ``matches`` equal values of VALUES estimate, chance removed."""
+    return max(0.0, (matches / VALUES - CHANCE) / (1 - CHANCE))
+
+
+def matches(a: bytes, b: bytes) -> int:
+    """How many values two stored signatures share."""
+    if len(a) != SIGNATURE_BYTES or len(b) != SIGNATURE_BYTES:
+        raise ValueError(f"a signature has {SIGNATURE_BYTES} bytes")
+    return int(np.count_nonzero(np.frombuffer(a, np.uint8) == np.frombuffer(b, np.uint8)))
 
 
 def estimate(a: bytes, b: bytes) -> float:
-    """The Jaccard similarity two stored signatures estimate: the share of equal values."""
-    if len(a) != SIGNATURE_BYTES or len(b) != SIGNATURE_BYTES:
-        raise ValueError(f"a signature has {SIGNATURE_BYTES} bytes")
-    equal = np.frombuffer(a, dtype="<u4") == np.frombuffer(b, dtype="<u4")
-    return int(np.count_nonzero(equal)) / VALUES
+    """The Jaccard similarity of the texts two stored signatures were made of."""
+    return jaccard(matches(a, b))

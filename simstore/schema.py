@@ -117,23 +117,25 @@ decisions = sa.Table(
     mysql_collate="utf8mb4_bin",
 )
 
-# MinHash-LSH band keys of the fingerprints that have a signature: 24 rows per such fingerprint.
-# The primary key answers "which rows of this namespace and window have band key k" from the index
-# alone (SQLite keeps the table as that index: WITHOUT ROWID). ``part`` repeats the fingerprint
-# row's partition. There is no other index: purges and removals recompute a row's band keys from
-# its stored signature and delete them by primary key (simstore.maintenance.delete_band_keys).
+# MinHash-LSH band keys of the fingerprints that have a signature: one row per distinct key of
+# each such fingerprint (24 at most; 32-bit values, which SQLite stores in 4 bytes). The primary
+# key answers "which rows of this namespace have band key k" from the index alone (SQLite keeps
+# the table as that index: WITHOUT ROWID). The retention window is checked on the fingerprint
+# rows the keys lead to, so the keys carry no partition. There is no other index: purges and
+# removals recompute a row's band keys from its stored signature and delete them by primary key
+# (simstore.maintenance.delete_band_keys).
 minhash_keys = sa.Table(
     "simstore_minhash",
     metadata,
     sa.Column("band_key", sa.BigInteger, nullable=False),
     sa.Column("ns_id", sa.Integer, nullable=False),
-    sa.Column("part", sa.Integer, nullable=False),
     sa.Column("fp_id", sa.BigInteger, nullable=False),
-    sa.PrimaryKeyConstraint("band_key", "ns_id", "part", "fp_id", name="pk_simstore_minhash"),
+    sa.PrimaryKeyConstraint("band_key", "ns_id", "fp_id", name="pk_simstore_minhash"),
     sqlite_with_rowid=False,
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",
 )
+
 
 # database-wide settings (name -> text value), e.g. PostgreSQL partitioning (simstore.partitions)
 settings = sa.Table(
@@ -182,7 +184,6 @@ class BandKeyRow(NamedTuple):
 
     band_key: int
     ns_id: int
-    part: int
     fp_id: int
 
 

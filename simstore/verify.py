@@ -380,13 +380,13 @@ class MinHashVerification(Policy):
             else:
                 out.append(self.confirm(a, b, max_distance))
         if signed:
-            left = np.frombuffer(b"".join(items[i].signature or b"" for i in signed), "<u4")
-            right = np.frombuffer(b"".join(kept[i].signature or b"" for i in signed), "<u4")
+            left = np.frombuffer(b"".join(items[i].signature or b"" for i in signed), np.uint8)
+            right = np.frombuffer(b"".join(kept[i].signature or b"" for i in signed), np.uint8)
             equal = (left == right).reshape(len(signed), minhash.VALUES).sum(axis=1)
             for i, count in zip(signed, equal.tolist(), strict=True):
                 a, b = items[i], kept[i]
                 distance = (a.fingerprint ^ b.fingerprint).bit_count()
-                out[i] = self._decide(a, b, distance, count / minhash.VALUES)
+                out[i] = self._decide(a, b, distance, minhash.jaccard(count))
         return out
 
     def _decide(self, item: Item, kept: Kept, distance: int, estimate: float) -> Match | None:

@@ -92,13 +92,28 @@ def test_batches_and_pieces_give_the_same_signatures(monkeypatch: pytest.MonkeyP
     texts = ["", "a", "abcd", "abcde", "今天天气很好"] + [
         _sentence(rng, rng.randint(1, 80)) for _ in range(40)
     ]
-    one_by_one = np.vstack([minhash.signatures([text]) for text in texts])
-    together = minhash.signatures(texts)
+    one_by_one = np.vstack([minhash.minima([text]) for text in texts])
+    together = minhash.minima(texts)
     assert (one_by_one == together).all()
     assert (together[0] == 0xFFFFFFFF).all()  # no grams at all
+    assert (minhash.signatures(texts) == minhash.to_stored_values(together)).all()
     # long texts are cut into overlapping pieces: cutting them much finer changes nothing
     monkeypatch.setattr(minhash, "GRAMS_PER_PASS", 16)
-    assert (minhash.signatures(texts) == together).all()
+    assert (minhash.minima(texts) == together).all()
+
+
+def test_stored_bytes_of_different_minima_agree_by_the_chance_the_estimate_removes() -> None:
+    rng = random.Random(5)
+    texts = [_sentence(rng, 40) for _ in range(400)]
+    minima, stored = minhash.minima(texts), minhash.signatures(texts)
+    left, right = slice(0, 200), slice(200, 400)
+    different = minima[left] != minima[right]
+    agree = (stored[left] == stored[right])[different]
+    # 200 unrelated pairs: ~19,000 values with different minima; chance 1/256 gives ~75 equal
+    # bytes, with a standard deviation of ~8.6
+    assert abs(agree.mean() - minhash.CHANCE) < 4 * np.sqrt(minhash.CHANCE / agree.size)
+    assert (stored[left] == stored[right])[~different].all()
+    assert minhash.jaccard(0) == 0.0 and minhash.jaccard(minhash.VALUES) == 1.0
 
 
 @pytest.mark.parametrize(

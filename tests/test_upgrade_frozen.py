@@ -19,7 +19,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
 
-from simstore import from_hex, migrate, schema
+from simstore import batch, from_hex, migrate, schema
 from simstore.cli import main
 from simstore.store import SimStore
 from tests._workers import audit, sqlite_integrity, text_variant
@@ -97,6 +97,57 @@ def test_a_frozen_sqlite_database_is_upgraded_and_keeps_its_rows(
     assert _differences_from_the_models(url) == []
 
 
+def signed_rows_as_made_now(url: str, manifest: dict[str, Any]) -> int:
+    """Check that every signed row of the default preset's namespaces has the signature and band
+    keys ``simstore.batch.sign`` makes of its text today (a migration that converts signatures
+    must convert them to exactly these); the number of rows checked."""
+    engine = sa.create_engine(url)
+    checked = 0
+    try:
+        with engine.connect() as conn:
+            for namespace in manifest["namespaces"]:
+                texts = {i["key"]: i["text"] for i in namespace["items"] if i["inserted"]}
+                rows = conn.execute(
+                    sa.select(schema.fingerprints.c.id, schema.fingerprints.c.key)
+                    .add_columns(schema.fingerprints.c.signature)
+                    .join(schema.namespaces, schema.namespaces.c.id == schema.fingerprints.c.ns_id)
+                    .where(
+                        schema.namespaces.c.name == namespace["name"],
+                        schema.fingerprints.c.signature.is_not(None),
+                    )
+                ).all()
+                for row_id, key, signature in rows:
+                    [item] = batch.sign([texts[key]], preset=namespace["preset"].split("@")[0])
+                    assert bytes(signature) == item.signature, key
+                    stored = conn.execute(
+                        sa.select(schema.minhash_keys.c.band_key)
+                        .where(schema.minhash_keys.c.fp_id == row_id)
+                        .order_by(schema.minhash_keys.c.band_key)
+                    ).scalars()
+                    assert tuple(stored) == item.band_keys, key
+                    checked += 1
+    finally:
+        engine.dispose()
+    return checked
+
+
+def test_upgraded_signatures_and_band_keys_are_the_ones_made_today(tmp_path: Path) -> None:
+    signed = [path for path in FROZEN if "simstore_minhash" in _tables(path.with_suffix(".sqlite"))]
+    assert signed, "no frozen database has signatures"
+    for manifest_path in signed:
+        url = _copy(tmp_path, manifest_path)
+        migrate.upgrade(url)
+        assert signed_rows_as_made_now(url, _manifest(manifest_path)) > 0, manifest_path
+
+
+def _tables(path: Path) -> set[str]:
+    engine = sa.create_engine(f"sqlite:///{path}")
+    try:
+        return set(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
 def _differences_from_the_models(url: str) -> list[Any]:
     """What alembic's autogenerate would change to make the database equal simstore's models."""
 
@@ -153,4 +204,5 @@ def test_frozen_rows_on_a_server_are_upgraded_and_keep_matching(
     _copy_rows(_copy(tmp_path, manifest_path), url)
     migrate.upgrade(url)
     assert migrate.current(url) == migrate.head()
+    signed_rows_as_made_now(url, manifest)
     check_frozen(url, manifest)

@@ -1,0 +1,151 @@
+"""A smaller MinHash side: one byte a signature value, 32-bit band keys, no partition on them.
+
+Revision ID: 0007_minhash_compact
+Revises: 0006_minhash_no_purge_index
+Create Date: 2026-12-01
+
+Self-contained on purpose: a migration never imports live simstore code. The new scheme keeps of
+each 32-bit minimum the top byte of its product with an odd constant (b-bit MinHash), so every
+stored signature converts exactly to the one simstore now makes of the same text; a namespace's
+band keys are then made again from the converted signatures (one 32-bit key per band of four
+bytes) and its scheme is renamed. ``simstore_minhash`` loses its ``part`` column (the retention
+window is checked on the fingerprint rows the keys lead to): the table is made again with the
+primary key (band_key, ns_id, fp_id), and the keys of a namespace of any other scheme are carried
+over as they are. ``band_key`` keeps its type: SQLite stores a 32-bit value in 4 bytes of a BIGINT
+column, and PostgreSQL's rows would not shrink (alignment) by narrowing it.
+
+The conversion reads and rewrites every signed row of the namespaces of the old scheme, in id
+order and batches of ``BATCH`` (about a minute a million rows on SQLite). It cannot be undone: the
+discarded 24 bits of each value are gone, so ``downgrade`` refuses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0007_minhash_compact"
+down_revision: str | None = "0006_minhash_no_purge_index"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+OLD_SCHEME = "minhash-c5-96-24x4-v1"
+NEW_SCHEME = "minhash-c5-96-24x4-b8-v2"
+VALUES, BANDS = 96, 24
+OLD_BYTES = VALUES * 4
+BATCH = 5000
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_SEED = np.uint64(0x5EED5EED5EED5EED)
+_TO_BYTE = np.uint32(0x2C1B3C6D)
+
+namespaces = sa.table("simstore_namespaces", sa.column("id"), sa.column("minhash_scheme"))
+fingerprints = sa.table(
+    "simstore_fingerprints",
+    sa.column("id"),
+    sa.column("ns_id"),
+    sa.column("signature", sa.LargeBinary),
+)
+old_minhash = sa.table(
+    "simstore_minhash", sa.column("band_key"), sa.column("ns_id"), sa.column("fp_id")
+)
+
+
+def _mix64(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))  # type: ignore[no-any-return]
+
+
+_BAND_SEEDS = _mix64(np.arange(BANDS, dtype=np.uint64) * _GOLDEN + _SEED)
+
+
+def converted(old: list[bytes]) -> tuple[list[bytes], list[list[int]]]:
+    """The new signatures of old ones and each one's distinct band keys."""
+    full = np.frombuffer(b"".join(old), dtype="<u4").reshape(len(old), VALUES)
+    small = ((full.astype(np.uint32) * _TO_BYTE) >> np.uint32(24)).astype(np.uint8)
+    words = np.ascontiguousarray(small).view("<u4").reshape(len(old), BANDS)
+    keys = _mix64(words.astype(np.uint64) ^ _BAND_SEEDS).view(np.int64) >> np.int64(32)
+    return [row.tobytes() for row in small], [sorted(set(row)) for row in keys.tolist()]
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    old_namespaces = list(
+        bind.execute(
+            sa.select(namespaces.c.id).where(namespaces.c.minhash_scheme == OLD_SCHEME)
+        ).scalars()
+    )
+    carried = [
+        dict(row._mapping)
+        for row in bind.execute(
+            sa.select(old_minhash).where(old_minhash.c.ns_id.not_in(old_namespaces))
+        )
+    ]
+    op.drop_table("simstore_minhash")
+    minhash = op.create_table(
+        "simstore_minhash",
+        sa.Column("band_key", sa.BigInteger, nullable=False),
+        sa.Column("ns_id", sa.Integer, nullable=False),
+        sa.Column("fp_id", sa.BigInteger, nullable=False),
+        sa.PrimaryKeyConstraint("band_key", "ns_id", "fp_id", name="pk_simstore_minhash"),
+        sqlite_with_rowid=False,
+        mysql_charset="utf8mb4",
+        mysql_collate="utf8mb4_bin",
+    )
+    if carried:
+        bind.execute(sa.insert(minhash), carried)
+    for ns_id in old_namespaces:
+        last = 0
+        while True:
+            rows = bind.execute(
+                sa.select(fingerprints.c.id, fingerprints.c.signature)
+                .where(
+                    fingerprints.c.ns_id == ns_id,
+                    fingerprints.c.id > last,
+                    fingerprints.c.signature.is_not(None),
+                )
+                .order_by(fingerprints.c.id)
+                .limit(BATCH)
+            ).all()
+            if not rows:
+                break
+            last = rows[-1].id
+            # a signature of another length was never read (simstore ignores it): left as it is
+            signed = [row for row in rows if len(row.signature) == OLD_BYTES]
+            if not signed:
+                continue
+            signatures, keys = converted([bytes(row.signature) for row in signed])
+            bind.execute(
+                sa.update(fingerprints)
+                .where(fingerprints.c.id == sa.bindparam("row_id"))
+                .values(signature=sa.bindparam("new_signature")),
+                [
+                    {"row_id": row.id, "new_signature": signature}
+                    for row, signature in zip(signed, signatures, strict=True)
+                ],
+            )
+            bind.execute(
+                sa.insert(minhash),
+                [
+                    {"band_key": key, "ns_id": ns_id, "fp_id": row.id}
+                    for row, row_keys in zip(signed, keys, strict=True)
+                    for key in row_keys
+                ],
+            )
+        bind.execute(
+            sa.update(namespaces).where(namespaces.c.id == ns_id).values(minhash_scheme=NEW_SCHEME)
+        )
+
+
+def downgrade() -> None:
+    raise NotImplementedError(
+        "0007_minhash_compact cannot be undone: the signatures kept one byte of each "
+        "value; restore a backup taken before the upgrade"
+    )
