@@ -12,15 +12,9 @@ from typing import Any
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-VERSION_TABLE = "simstore_alembic_version"
+from simstore.migrate import VERSION_TABLE, compared
+
 config = context.config
-
-
-def _ours(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-    if type_ == "table":
-        return bool(name and name.startswith("simstore_")) and name != VERSION_TABLE
-    table = getattr(obj, "table", None)
-    return table is None or str(table.name).startswith("simstore_")
 
 
 def _configure_and_run(connection: Any) -> None:
@@ -28,7 +22,7 @@ def _configure_and_run(connection: Any) -> None:
         connection=connection,
         target_metadata=config.attributes.get("target_metadata"),
         version_table=VERSION_TABLE,
-        include_object=_ours,
+        include_object=compared,
         compare_type=True,
         transaction_per_migration=False,
     )

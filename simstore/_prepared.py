@@ -15,13 +15,21 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
 
 from simstore.encoding import BAND_BITS
 from simstore.probes import PAIRS
-from simstore.schema import BAND_COLUMNS, decisions, fingerprints, minhash_keys, namespaces
+from simstore.schema import (
+    BAND_COLUMNS,
+    band_keys_in_row,
+    decisions,
+    fingerprints,
+    minhash_keys,
+    namespaces,
+)
 
 MAX_IN = 4096  # values per IN list (SQLite allows 32766 parameters, the servers 65535)
 _CACHE_LIMIT = 512
@@ -72,6 +80,9 @@ class Prepared:
                 values = list(row)
                 for i, processor in convert:
                     value = values[i]
+                    if isinstance(value, list):  # an array (PostgreSQL's band keys): unhashable
+                        values[i] = processor(value)
+                        continue
                     if (i, value) not in seen:
                         seen[i, value] = processor(value)
                     values[i] = seen[i, value]
@@ -312,10 +323,19 @@ def rows_sharing_band_keys(dialect: sa.Dialect, count: int, windowed: bool) -> P
     a query's candidates and what confirming them needs, in one round trip."""
 
     def build() -> ClauseElement:
-        groups = _band_key_groups(count)
         query = sa.select(*(fingerprints.c[name] for name in _DETAIL_COLUMNS)).where(
-            fingerprints.c.ns_id == sa.bindparam("ns"), fingerprints.c.id.in_(groups)
+            fingerprints.c.ns_id == sa.bindparam("ns")
         )
+        if band_keys_in_row(dialect):  # the GIN index finds the rows, their arrays count
+            keys = _key_array(count)
+            own = sa.func.unnest(fingerprints.c.band_keys).column_valued("own_key")
+            shared = sa.select(sa.func.count()).where(own == sa.any_(keys))
+            query = query.where(
+                _overlaps(keys),
+                shared.scalar_subquery() >= sa.bindparam("least"),
+            )
+        else:
+            query = query.where(fingerprints.c.id.in_(_band_key_groups(count)))
         if windowed:
             query = query.where(fingerprints.c.part >= sa.bindparam("cutoff"))
         return query
@@ -324,16 +344,33 @@ def rows_sharing_band_keys(dialect: sa.Dialect, count: int, windowed: bool) -> P
 
 
 def band_key_lookup(dialect: sa.Dialect, count: int) -> Prepared:
-    """(band key, row id) of the MinHash band keys ``k0``.. in namespace ``ns`` (every row's:
-    the retention window is checked on the rows they lead to)."""
+    """The holders of the MinHash band keys ``k0``.. in namespace ``ns`` (every row's: the
+    retention window is checked on the rows they lead to): (band key, row id) pairs, or on
+    PostgreSQL (row id, the row's band keys), of which the caller takes the keys it asked for."""
 
     def build() -> ClauseElement:
+        if band_keys_in_row(dialect):
+            return sa.select(fingerprints.c.id, fingerprints.c.band_keys).where(
+                _overlaps(_key_array(count)),
+                fingerprints.c.ns_id == sa.bindparam("ns"),
+            )
         names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
         return sa.select(minhash_keys.c.band_key, minhash_keys.c.fp_id).where(
             minhash_keys.c.band_key.in_(names), minhash_keys.c.ns_id == sa.bindparam("ns")
         )
 
     return _cached(("band_keys", count), dialect, build)
+
+
+def _overlaps(keys: Any) -> Any:
+    """``band_keys && keys``: what the GIN index answers."""
+    return fingerprints.c.band_keys.op("&&", return_type=sa.Boolean())(keys)
+
+
+def _key_array(count: int) -> Any:
+    """``k0``.. as one PostgreSQL integer[] (cast: the driver may send each as a bigint)."""
+    names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
+    return sa.cast(postgresql.array(names), postgresql.ARRAY(sa.Integer()))
 
 
 def _band_key_groups(count: int) -> sa.Select[Any]:

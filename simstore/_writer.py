@@ -25,6 +25,7 @@ from simstore.schema import (
     BandKeyRow,
     DecisionRow,
     FingerprintRow,
+    band_keys_in_row,
     decisions,
     fingerprints,
     minhash_keys,
@@ -60,6 +61,7 @@ class Writer:
         last_moment: datetime | None = None
         start: datetime | None = None
         part = 0
+        in_row = band_keys_in_row(conn.dialect)
         for position, (item, moment, matches) in enumerate(zip(items, moments, found, strict=True)):
             if item.key in decided or item.key in earlier:
                 out.append(self._again(conn, item, decided.get(item.key), earlier.get(item.key)))
@@ -82,10 +84,10 @@ class Writer:
                 kept_so_far.add(position, item)
                 row = FingerprintRow(
                     self.ns_id, item.key, fp, *item.own_bands, moment, part, item.text,
-                    item.signature,
+                    item.signature, list(item.band_keys) if in_row and item.band_keys else None,
                 )  # fmt: skip
                 kept_rows.append(row)
-                if item.band_keys:
+                if item.band_keys and not in_row:
                     signed.append((item.key, part, item.band_keys))
             log_rows.append(_decision_row(self.ns_id, item.key, fp, moment, part, best))
             recorded = None if best is None else best.key

@@ -40,6 +40,7 @@ from simstore.schema import (
     BandKeyRow,
     DecisionRow,
     FingerprintRow,
+    band_keys_in_row,
     decisions,
     fingerprints,
     minhash_keys,
@@ -213,10 +214,11 @@ def _write(
             .where(namespaces.c.id == ns_id, namespaces.c.unsigned_rows == sa.false())
             .values(unsigned_rows=sa.true())
         )
-    fingerprint_rows = [_fingerprint_row(ns_id, row, moment, part) for row in kept]
+    in_row = band_keys_in_row(conn.dialect)
+    fingerprint_rows = [_fingerprint_row(ns_id, row, moment, part, in_row) for row in kept]
     if fingerprint_rows:
         conn.execute(fingerprints.insert(), [row._asdict() for row in fingerprint_rows])
-    signed = [row for row in kept if row.band_keys]
+    signed = [row for row in kept if row.band_keys and not in_row]
     if signed:
         ids = _ids_by_key(conn, ns_id, [row.key for row in signed])
         band_rows = [
@@ -230,10 +232,15 @@ def _write(
         conn.execute(decisions.insert(), [row._asdict() for row in decision_rows])
 
 
-def _fingerprint_row(ns_id: int, row: LoadRow, moment: datetime, part: int) -> FingerprintRow:
+def _fingerprint_row(
+    ns_id: int, row: LoadRow, moment: datetime, part: int, keys_in_row: bool
+) -> FingerprintRow:
     b0, b1, b2, b3 = bands(row.fingerprint)
     fp = to_signed(row.fingerprint)
-    return FingerprintRow(ns_id, row.key, fp, b0, b1, b2, b3, moment, part, row.text, row.signature)
+    keys = list(row.band_keys) if keys_in_row and row.band_keys else None
+    return FingerprintRow(
+        ns_id, row.key, fp, b0, b1, b2, b3, moment, part, row.text, row.signature, keys
+    )
 
 
 def _decision_row(ns_id: int, row: LoadRow, moment: datetime, part: int) -> DecisionRow:

@@ -23,7 +23,7 @@ from simstore.db import translate_errors
 from simstore.locking import lock_for_write
 from simstore.results import Purged
 from simstore.retention import EPOCH, partition_of, utc_aware, window_start
-from simstore.schema import decisions, fingerprints, minhash_keys
+from simstore.schema import band_keys_in_row, decisions, fingerprints, minhash_keys
 
 log = logging.getLogger("simstore")
 
@@ -61,7 +61,7 @@ def purge(
         with connections.transaction() as conn:
             layout = partitions.read(conn)
             if layout is not None:
-                band_keys += _purge_band_keys_before_drop(conn, layout, now)
+                # the dropped rows' band keys are in them (band_keys_in_row): they go too
                 partition_rows = partitions.drop_expired(conn, layout, now)
                 partitions.make_ahead(conn, layout, now)
     kept, removed_keys = _purge_rows(connections, ns_id, cutoff)
@@ -119,12 +119,16 @@ def _would_purge(
         going = [fingerprints.c.ns_id == ns_id, fingerprints.c.part < cutoff]
         if dropped is not None:
             going.append(fingerprints.c.added_at >= dropped)
-        band_keys = _count(
-            conn,
-            minhash_keys.join(fingerprints, fingerprints.c.id == minhash_keys.c.fp_id),
-            minhash_keys.c.ns_id == ns_id,
-            *going,
-        )
+        if band_keys_in_row(conn.dialect):
+            total = sa.func.coalesce(sa.func.sum(sa.func.cardinality(fingerprints.c.band_keys)), 0)
+            band_keys = int(conn.execute(sa.select(total).where(*going)).scalar_one())
+        else:
+            band_keys = _count(
+                conn,
+                minhash_keys.join(fingerprints, fingerprints.c.id == minhash_keys.c.fp_id),
+                minhash_keys.c.ns_id == ns_id,
+                *going,
+            )
     return Purged(
         window, utc_aware(before), partition_seconds, kept, logged, band_keys, partition_rows, True
     )
@@ -175,39 +179,13 @@ def _dropped_before(layout: partitions.Partitioning, now: datetime) -> datetime 
     return boundary if layout.first_boundary <= boundary else None
 
 
-def _purge_band_keys_before_drop(
-    conn: Connection, layout: partitions.Partitioning, now: datetime
-) -> int:
-    """PostgreSQL, partitioned: delete the band keys of the rows whose partitions are about to be
-    dropped (every namespace's: the partitions are shared), while their signatures are there.
-    """
-    boundary = _dropped_before(layout, now)
-    if boundary is None:  # no partition goes: every row keeps its band keys
-        return 0
-    last = None
-    deleted = 0
-    while True:
-        query = (
-            sa.select(*_SIGNED_ROW)
-            .where(fingerprints.c.added_at < boundary, fingerprints.c.signature.is_not(None))
-            .order_by(fingerprints.c.id)
-            .limit(PURGE_BATCH_ROWS)
-        )
-        if last is not None:
-            query = query.where(fingerprints.c.id > last)
-        found = conn.execute(query).all()
-        deleted += delete_band_keys(conn, found)
-        if len(found) < PURGE_BATCH_ROWS:
-            return deleted
-        last = int(found[-1][0])
-
-
 def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     """Delete the ``simstore_minhash`` rows of kept rows given as (id, ns_id, signature).
 
     Each row's band keys are recomputed from its signature (distinct, as ``Policy.sign`` stores
     them) and deleted by their full primary key, one executemany on the driver's cursor (a seek
     each). Rows without a signature have no band keys. Returns the band-key rows asked to go.
+    On PostgreSQL the keys are in the rows themselves and go with them: only counted.
     """
     signed = [
         (int(row_id), int(ns), bytes(signature))
@@ -217,6 +195,8 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     if not signed:
         return 0
     keys = minhash.band_keys(np.stack([minhash.from_bytes(row[2]) for row in signed])).tolist()
+    if band_keys_in_row(conn.dialect):
+        return sum(len(set(row_keys)) for row_keys in keys)
     params = [
         (key, ns, row_id)
         for (row_id, ns, _signature), row_keys in zip(signed, keys, strict=True)

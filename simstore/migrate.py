@@ -28,6 +28,18 @@ from simstore.errors import SchemaOutOfDate
 VERSION_TABLE = "simstore_alembic_version"
 
 
+def compared(obj: object, name: str | None, type_: str, reflected: bool, other: object) -> bool:
+    """alembic's ``include_object`` for comparing a database with simstore's models: simstore's
+    own tables and what is on them, less its version table and PostgreSQL's GIN index (made by
+    the migration, not in the models: no other dialect has one)."""
+    if type_ == "table":
+        return bool(name and name.startswith("simstore_")) and name != VERSION_TABLE
+    if type_ == "index" and name == schema.POSTGRESQL_BAND_KEY_INDEX:
+        return False
+    table = getattr(obj, "table", None)
+    return table is None or str(table.name).startswith("simstore_")
+
+
 @functools.cache
 def migrations_dir() -> Path:
     """Installed wheels carry the scripts in simstore/migrations; a checkout has them at the top."""

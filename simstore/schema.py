@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects import mysql, postgresql
 
 metadata = sa.MetaData()
 
@@ -32,6 +32,9 @@ KeyText = sa.String(255).with_variant(
 )
 
 LongText = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+# PostgreSQL keeps a row's MinHash band keys in the row, under a GIN index; elsewhere the column
+# stays NULL and the keys are rows of simstore_minhash (see band_keys_in_row)
+BandKeyArray = sa.LargeBinary().with_variant(postgresql.ARRAY(sa.Integer()), "postgresql")
 
 BAND_COLUMNS = ("b0", "b1", "b2", "b3")
 
@@ -75,6 +78,8 @@ fingerprints = sa.Table(
     sa.Column("text", LongText, nullable=True),
     # the MinHash signature (simstore.minhash) under the default verification policy, else NULL
     sa.Column("signature", sa.LargeBinary, nullable=True),
+    # PostgreSQL: the signature's distinct band keys (integer[], GIN-indexed), else NULL
+    sa.Column("band_keys", BandKeyArray, nullable=True),
     sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
     *(
         # covering: a band lookup, its window filter and the fingerprint come from the index alone.
@@ -117,13 +122,27 @@ decisions = sa.Table(
     mysql_collate="utf8mb4_bin",
 )
 
-# MinHash-LSH band keys of the fingerprints that have a signature: one row per distinct key of
-# each such fingerprint (24 at most; 32-bit values, which SQLite stores in 4 bytes). The primary
-# key answers "which rows of this namespace have band key k" from the index alone (SQLite keeps
-# the table as that index: WITHOUT ROWID). The retention window is checked on the fingerprint
-# rows the keys lead to, so the keys carry no partition. There is no other index: purges and
-# removals recompute a row's band keys from its stored signature and delete them by primary key
-# (simstore.maintenance.delete_band_keys).
+# The GIN index over simstore_fingerprints.band_keys, PostgreSQL's only: the migration makes it
+# (fastupdate off: a pending list would be flushed inside some unlucky add), and the model
+# comparisons leave it out, since no other dialect has it.
+POSTGRESQL_BAND_KEY_INDEX = "ix_simstore_fingerprints_band_keys"
+
+
+def band_keys_in_row(dialect: sa.Dialect | str) -> bool:
+    """Whether this dialect keeps MinHash band keys in the fingerprint row (PostgreSQL: an array
+    under a GIN index, whose compressed entries cost a fraction of 24 heap tuples and their
+    B-tree entries) rather than as rows of ``simstore_minhash`` (SQLite, MySQL/MariaDB)."""
+    name = dialect if isinstance(dialect, str) else dialect.name
+    return name == "postgresql"
+
+
+# MinHash-LSH band keys of the fingerprints that have a signature, on SQLite and MySQL (empty on
+# PostgreSQL: band_keys_in_row): one row per distinct key of each such fingerprint (24 at most;
+# 32-bit values, which SQLite stores in 4 bytes). The primary key answers "which rows of this
+# namespace have band key k" from the index alone (SQLite keeps the table as that index: WITHOUT
+# ROWID). The retention window is checked on the fingerprint rows the keys lead to, so the keys
+# carry no partition. There is no other index: purges and removals recompute a row's band keys
+# from its stored signature and delete them by primary key (simstore.maintenance).
 minhash_keys = sa.Table(
     "simstore_minhash",
     metadata,
@@ -162,6 +181,7 @@ class FingerprintRow(NamedTuple):
     part: int
     text: str | None
     signature: bytes | None
+    band_keys: list[int] | None  # PostgreSQL only (band_keys_in_row)
 
 
 class DecisionRow(NamedTuple):

@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 
 from simstore.encoding import bands, from_signed
 from simstore.retention import partition_of
+from simstore.schema import band_keys_in_row, fingerprints, minhash_keys, namespaces
 from simstore.store import SimStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +66,27 @@ class Audit:
             key: (row.inserted, row.duplicate_of, row.distance, row.fingerprint)
             for key, row in self.decisions.items()
         }
+
+
+def stored_band_keys(
+    conn: sa.Connection, *, namespace: str | None = None, row_id: int | None = None
+) -> list[int]:
+    """The MinHash band keys simstore stored, sorted (every one, one namespace's or one row's):
+    rows of ``simstore_minhash``, or on PostgreSQL the fingerprint rows' own arrays."""
+    if band_keys_in_row(conn.dialect):
+        key = sa.func.unnest(fingerprints.c.band_keys).label("band_key")
+        query = sa.select(key).select_from(fingerprints)
+        owner, ns_of = fingerprints.c.id, fingerprints.c.ns_id
+    else:
+        query = sa.select(minhash_keys.c.band_key)
+        owner, ns_of = minhash_keys.c.fp_id, minhash_keys.c.ns_id
+    if row_id is not None:
+        query = query.where(owner == row_id)
+    if namespace is not None:
+        query = query.join(namespaces, namespaces.c.id == ns_of).where(
+            namespaces.c.name == namespace
+        )
+    return sorted(int(value) for value in conn.execute(query).scalars())
 
 
 def _engine(bind: str | Engine) -> tuple[Engine, bool]:

@@ -4,6 +4,7 @@ carrying the scripts."""
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import textwrap
@@ -19,18 +20,17 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from simstore import migrate, schema
+from simstore import _prepared, batch, migrate, schema
 from simstore.errors import SchemaOutOfDate
 from simstore.store import SimStore
 from tests.conftest import new_server_database
 
+LONG_TEXT = (
+    "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
+    "north pier between six and nine in the morning, and every half hour for the rest of the day."
+)
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _ours(obj: object, name: str | None, type_: str, reflected: bool, other: object) -> bool:
-    if type_ == "table":
-        return bool(name and name.startswith("simstore_")) and name != migrate.VERSION_TABLE
-    return True
 
 
 def test_there_is_exactly_one_head() -> None:
@@ -53,7 +53,7 @@ def test_empty_database_upgraded_to_head_equals_the_models(database_url: str) ->
             connection.commit()
         assert migrate.current(connection) == migrate.head()
         context = MigrationContext.configure(
-            connection, opts={"include_object": _ours, "compare_type": True}
+            connection, opts={"include_object": migrate.compared, "compare_type": True}
         )
         differences = compare_metadata(context, schema.metadata)
     engine.dispose()
@@ -156,3 +156,32 @@ def test_the_built_wheel_ships_the_migrations_and_works_in_a_fresh_venv(tmp_path
         [str(python), "-c", script], cwd=tmp_path, check=True, capture_output=True, text=True
     )
     assert result.stdout.strip() == migrate.head()
+
+
+def test_postgresql_keeps_band_keys_in_the_row_under_a_gin_index_the_lookup_uses() -> None:
+    url = new_server_database("postgresql")
+    migrate.upgrade(url)
+    rng = random.Random(4)
+    words = [f"w{i}" for i in range(5000)]
+    texts = [" ".join(rng.choice(words) for _ in range(60)) for _ in range(1500)]
+    with SimStore(url) as store:
+        list(store.add_many([{"key": f"k{i}", "text": text} for i, text in enumerate(texts)]))
+        [item] = batch.sign([texts[7]])
+        with store.engine.connect() as conn:
+            definition = conn.execute(
+                sa.text("SELECT indexdef FROM pg_indexes WHERE indexname = :name"),
+                {"name": schema.POSTGRESQL_BAND_KEY_INDEX},
+            ).scalar_one()
+            assert "USING gin (band_keys)" in definition and "WITH (fastupdate=off)" in definition
+            stored = conn.execute(
+                sa.text("SELECT band_keys FROM simstore_fingerprints WHERE key = 'k7'")
+            ).scalar_one()
+            assert sorted(stored) == list(item.band_keys)
+            assert conn.execute(sa.text("SELECT COUNT(*) FROM simstore_minhash")).scalar() == 0
+            conn.execute(sa.text("ANALYZE simstore_fingerprints"))
+            statement = _prepared.rows_sharing_band_keys(conn.dialect, len(item.band_keys), True)
+            values = {f"k{j}": key for j, key in enumerate(item.band_keys)}
+            plan = conn.exec_driver_sql(
+                "EXPLAIN " + statement.sql, {"ns": store.ns_id, "least": 2, "cutoff": 0, **values}
+            ).scalars()
+            assert any(schema.POSTGRESQL_BAND_KEY_INDEX in line for line in plan)

@@ -25,6 +25,7 @@ from simstore.errors import InvalidInput
 from simstore.similarity import char_ngrams, jaccard
 from simstore.store import SimStore
 from simstore.verify import MinHashVerification
+from tests._workers import stored_band_keys
 from tests.conftest import StoreFactory
 
 WORDS = ["".join(random.Random(i).choices(string.ascii_lowercase, k=6)) for i in range(3000)]
@@ -153,15 +154,7 @@ LONG_OTHER = " ".join(
 
 def _band_key_rows(engine: Engine, namespace: str) -> int:
     with engine.connect() as connection:
-        return int(
-            connection.execute(
-                sa.text(
-                    "SELECT COUNT(*) FROM simstore_minhash m JOIN simstore_namespaces n "
-                    "ON n.id = m.ns_id WHERE n.name = :ns"
-                ),
-                {"ns": namespace},
-            ).scalar_one()
-        )
+        return len(stored_band_keys(connection, namespace=namespace))
 
 
 def test_a_short_edit_far_outside_the_simhash_radius_is_found(make_store: StoreFactory) -> None:

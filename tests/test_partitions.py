@@ -17,6 +17,7 @@ from simstore.db import create_engine_for
 from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
 from simstore.store import SimStore
 from simstore.verify import SimHashOnly
+from tests._workers import stored_band_keys
 
 from .conftest import new_server_database
 from .test_cli import Cli
@@ -85,13 +86,13 @@ def _band_key_rows(url: str) -> int:
     engine = create_engine_for(url)
     try:
         with engine.connect() as conn:
-            return int(conn.execute(sa.text("SELECT COUNT(*) FROM simstore_minhash")).scalar_one())
+            return len(stored_band_keys(conn))
     finally:
         engine.dispose()
 
 
 def test_texts_in_dropped_partitions_take_their_band_keys_along() -> None:
-    """The MinHash side table is not partitioned: purge deletes the keys of dropped rows."""
+    """PostgreSQL keeps a row's band keys in the row: a dropped partition takes them along."""
     url = _partitioned_url()
     _enable(url, now=DAY0)
     texts = [

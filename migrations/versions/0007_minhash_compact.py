@@ -12,7 +12,10 @@ bytes) and its scheme is renamed. ``simstore_minhash`` loses its ``part`` column
 window is checked on the fingerprint rows the keys lead to): the table is made again with the
 primary key (band_key, ns_id, fp_id), and the keys of a namespace of any other scheme are carried
 over as they are. ``band_key`` keeps its type: SQLite stores a 32-bit value in 4 bytes of a BIGINT
-column, and PostgreSQL's rows would not shrink (alignment) by narrowing it.
+column. On PostgreSQL the band keys move into the fingerprint row instead: a new ``band_keys``
+column (integer[]) under a GIN index with fastupdate off (its entries are compressed; 24 heap
+tuples and their B-tree entries cost ~2.5 kB a text there), and ``simstore_minhash`` stays empty.
+Other dialects get the column too, as a BLOB that stays NULL.
 
 The conversion reads and rewrites every signed row of the namespaces of the old scheme, in id
 order and batches of ``BATCH`` (about a minute a million rows on SQLite). It cannot be undone: the
@@ -27,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision: str = "0007_minhash_compact"
 down_revision: str | None = "0006_minhash_no_purge_index"
@@ -44,6 +48,7 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _SEED = np.uint64(0x5EED5EED5EED5EED)
 _TO_BYTE = np.uint32(0x2C1B3C6D)
+GIN_INDEX = "ix_simstore_fingerprints_band_keys"
 
 namespaces = sa.table("simstore_namespaces", sa.column("id"), sa.column("minhash_scheme"))
 fingerprints = sa.table(
@@ -51,6 +56,7 @@ fingerprints = sa.table(
     sa.column("id"),
     sa.column("ns_id"),
     sa.column("signature", sa.LargeBinary),
+    sa.column("band_keys", postgresql.ARRAY(sa.Integer())),
 )
 old_minhash = sa.table(
     "simstore_minhash", sa.column("band_key"), sa.column("ns_id"), sa.column("fp_id")
@@ -101,6 +107,10 @@ def upgrade() -> None:
     )
     if carried:
         bind.execute(sa.insert(minhash), carried)
+    in_row = bind.dialect.name == "postgresql"
+    array = postgresql.ARRAY(sa.Integer())
+    with op.batch_alter_table("simstore_fingerprints") as batch:
+        batch.add_column(sa.Column("band_keys", sa.LargeBinary().with_variant(array, "postgresql")))
     for ns_id in old_namespaces:
         last = 0
         while True:
@@ -122,15 +132,20 @@ def upgrade() -> None:
             if not signed:
                 continue
             signatures, keys = converted([bytes(row.signature) for row in signed])
+            new = {"signature": sa.bindparam("new_signature")}
+            if in_row:
+                new["band_keys"] = sa.bindparam("new_keys", type_=array)
             bind.execute(
                 sa.update(fingerprints)
                 .where(fingerprints.c.id == sa.bindparam("row_id"))
-                .values(signature=sa.bindparam("new_signature")),
+                .values(new),
                 [
-                    {"row_id": row.id, "new_signature": signature}
-                    for row, signature in zip(signed, signatures, strict=True)
+                    {"row_id": row.id, "new_signature": signature, "new_keys": row_keys}
+                    for row, signature, row_keys in zip(signed, signatures, keys, strict=True)
                 ],
             )
+            if in_row:
+                continue
             bind.execute(
                 sa.insert(minhash),
                 [
@@ -141,6 +156,14 @@ def upgrade() -> None:
             )
         bind.execute(
             sa.update(namespaces).where(namespaces.c.id == ns_id).values(minhash_scheme=NEW_SCHEME)
+        )
+    if in_row:
+        op.create_index(
+            GIN_INDEX,
+            "simstore_fingerprints",
+            ["band_keys"],
+            postgresql_using="gin",
+            postgresql_with={"fastupdate": "off"},
         )
 
 
