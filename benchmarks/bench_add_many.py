@@ -92,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     systems: dict[str, Callable[[], tuple[float, int]]] = {
         "simstore workers=0": lambda: simstore_run(corpus, 0, args.batch),
         "simstore workers=1": lambda: simstore_run(corpus, 1, args.batch),
+        "simstore workers=2": lambda: simstore_run(corpus, 2, args.batch),
         "datasketch MinHashLSH": lambda: datasketch_run(corpus),
     }
     rates: dict[str, list[float]] = {name: [] for name in systems}

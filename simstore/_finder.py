@@ -85,7 +85,8 @@ class BatchIndex:
     def candidates(self, item: Item) -> list[int]:
         """Positions of the kept items that ``item`` must be confirmed against."""
         near = self._bands.lookup(band_values(item.fingerprint, item.radius, item.own_bands))
-        shared = Counter(j for key in item.band_keys for j in self._keys.get(key, ()))
+        keys = self._keys
+        shared = Counter([j for key in item.band_keys if key in keys for j in keys[key]])
         is_candidate = self._policy.is_candidate
         return [  # any order: matches are sorted by (distance, time, key)
             j for j in near.union(shared) if is_candidate(item, self._kept[j], shared.get(j, 0))
@@ -291,11 +292,14 @@ class Finder:
                 rows = [(key, row_id) for row_id, keys in rows for key in keys if key in asked]
             for band_key, row_id in rows:
                 holders.setdefault(int(band_key), []).append(int(row_id))
-        found = []
+        found: list[set[int]] = []
         for item in items:
-            shared = Counter(row_id for key in item.band_keys for row_id in holders.get(key, ()))
+            hits = [row_id for key in item.band_keys if key in holders for row_id in holders[key]]
             least = policy.min_shared(item)
-            found.append({row_id for row_id, count in shared.items() if count >= least})
+            if least <= 1 or len(hits) < least:  # most items: no holder, or any one will do
+                found.append(set(hits) if least <= len(hits) else set())
+                continue
+            found.append({row_id for row_id, count in Counter(hits).items() if count >= least})
         return found
 
     def _window_params(self, now: datetime) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from simstore.errors import KeyConflict
 from simstore.results import Decision, Match, sort_matches
 from simstore.retention import partition_of, window_start
 from simstore.schema import (
-    BandKeyRow,
     DecisionRow,
     FingerprintRow,
     band_keys_in_row,
@@ -152,9 +151,11 @@ class Writer:
             params = {"ns": self.ns_id, **padded_params("k", chunk)}
             for row_id, key in statement.run(conn, params):
                 ids[key] = int(row_id)
-        rows = [
-            BandKeyRow(band_key, self.ns_id, ids[key])
+        ns_id = self.ns_id
+        rows = [  # BandKeyRow's order, as plain tuples: a batch has ~24 a kept text
+            (band_key, ns_id, row_id)
             for key, _part, band_keys in kept
+            for row_id in (ids[key],)
             for band_key in band_keys
         ]
         prepared.insert_into(conn.dialect, minhash_keys).run_rows(conn, rows)

@@ -542,4 +542,7 @@ def _plan_batch(
 ) -> list[Item]:
     """``_plan`` of an add_many batch (module level: a worker process runs it)."""
     triples = [(key, text, value) for key, text, value, _at in raw]
-    return _plan(triples, preset, policy, store_radius, max_distance)
+    items = _plan(triples, preset, policy, store_radius, max_distance)
+    for item in items:  # signed: not needed again, and not worth a trip back from a worker
+        item.normalised = None
+    return items
