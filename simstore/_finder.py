@@ -25,7 +25,6 @@ from simstore.encoding import BAND_COUNT, MASK64, bands
 from simstore.probes import PAIR_MAX_RADIUS, band_values, pair_plan, prefers_pairs
 from simstore.results import Match, sort_matches
 from simstore.retention import partition_of, window_start
-from simstore.schema import band_keys_in_row
 from simstore.verify import Item, Kept, Policy
 
 LOOKUPS = ("auto", "bands", "pairs")
@@ -282,15 +281,10 @@ class Finder:
         (``Policy.min_shared``)."""
         wanted = sorted({key for item in items for key in item.band_keys})
         holders: dict[int, list[int]] = {}
-        in_row = band_keys_in_row(conn.dialect)
         for chunk in chunks(wanted, prepared.MAX_IN):
             size = prepared.padded(len(chunk))
             statement = prepared.band_key_lookup(conn.dialect, size)
-            rows = statement.run(conn, {**params, **padded_params("k", chunk)})
-            if in_row:  # (row id, its band keys): the keys asked for in this chunk hold it
-                asked = set(chunk)
-                rows = [(key, row_id) for row_id, keys in rows for key in keys if key in asked]
-            for band_key, row_id in rows:
+            for band_key, row_id in statement.run(conn, {**params, **padded_params("k", chunk)}):
                 holders.setdefault(int(band_key), []).append(int(row_id))
         found: list[set[int]] = []
         for item in items:

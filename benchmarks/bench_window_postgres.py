@@ -1,0 +1,114 @@
+"""The default pipeline over the seeds' two-day window on PostgreSQL, partitioned by day.
+
+    python benchmarks/bench_window_postgres.py --rows 1000000 \
+        --url postgresql+psycopg://root@127.0.0.1:5432/test [--json out.json]
+
+The texts are ``bench_window_default``'s (composed from the quality dataset's clauses, text ``i``
+added at ``moment(i)`` over two days). A database of its own is made on the server and
+partitioned (``simstore.partitions.enable``: one-day partitions, keep = 2d) before anything is
+added; the texts then go in through ``SimStore.add_many(workers=2)``, so every row is the API's
+own. Then, at the end of day 2 and through ``SimStore(url, keep="2d")``: ``query(text)`` and
+``add(text)`` p50 / p99, half new texts and half near-duplicates of filled ones (warm only: the
+server's cache cannot be dropped without restarting it); bytes per kept text by relation
+(``pg_relation_size`` of every partition and index, after VACUUM ANALYZE); the purge of day 1 at
+the end of day 3 (a DROP of its partitions); this process's memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from bench_footprint import PAIRS, postgresql_sizes, report
+from bench_window import DAY1, DAY3_ENDS, END_OF_DAY2, memory
+from bench_window_default import compose, load_pool, measure, moment, wait_for_quiet, workload
+from sqlalchemy.engine import make_url
+
+from simstore import migrate, partitions
+from simstore.store import SimStore
+
+
+def records(n: int) -> Iterator[dict[str, Any]]:
+    for i in range(n):
+        yield {"key": f"t{i}", "text": compose(i), "at": moment(i, n)}
+
+
+def fill(url: str, n: int, workers: int) -> dict[str, Any]:
+    migrate.upgrade(url)
+    partitions.enable(url, interval="1d", keep="2d", now=DAY1)
+    started = time.perf_counter()
+    kept = 0
+    with SimStore(url, keep="2d") as store:
+        for done, decision in enumerate(store.add_many(records(n), workers=workers), 1):
+            kept += decision.inserted
+            if done % 100_000 == 0:
+                seconds = time.perf_counter() - started
+                print(f"  {done:,} added in {seconds:,.0f} s ({done / seconds:,.0f}/s)", flush=True)
+    seconds = time.perf_counter() - started
+    return {"kept": kept, "seconds": round(seconds, 1), "texts_per_s": round(n / seconds)}
+
+
+def purge_day1(url: str) -> dict[str, Any]:
+    with SimStore(url, keep="2d") as store:
+        started = time.perf_counter()
+        purged = store.purge(now=DAY3_ENDS)
+        seconds = time.perf_counter() - started
+        left = store.stats().kept
+    return {"rows": purged, "seconds": round(seconds, 2), "kept_left": left}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--url", required=True, help="a PostgreSQL server URL")
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--adds", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--pairs", type=Path, default=PAIRS)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    load_pool(args.pairs)
+    name = f"simstore_window_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(args.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    url = make_url(args.url).set(database=name).render_as_string(hide_password=False)
+    result: dict[str, Any] = {"rows": args.rows}
+    try:
+        print(f"filling {name} with {args.rows:,} texts through add_many", flush=True)
+        result["fill"] = fill(url, args.rows, args.workers)
+        print(f"  {result['fill']}", flush=True)
+        sizes = postgresql_sizes(url)
+        kept = result["fill"]["kept"]
+        report("PostgreSQL, partitioned by day (pg_relation_size)", sizes, kept, args.rows)
+        result["bytes_per_kept"] = round(sum(size for _t, _n, size in sizes) / kept)
+        result["load"] = wait_for_quiet(10)
+        with SimStore(url, keep="2d") as store:
+            for mode, count in (("query", args.queries), ("add", args.adds)):
+                measure(store, workload(args.rows, 200, 7 if mode == "query" else 8), mode, "w")
+                texts = workload(args.rows, count, 1 if mode == "query" else 2)
+                result[f"{mode}_warm"] = measure(store, texts, mode, "timed")
+                print(f"  {mode} (warm): {result[f'{mode}_warm']}", flush=True)
+        result["purge_day1"] = purge_day1(url)
+        print(f"  purge of day 1 at the end of day 3: {result['purge_day1']}", flush=True)
+        result["memory_mib"] = memory()
+        print(f"  memory: {result['memory_mib']}", flush=True)
+        print(f"  at {END_OF_DAY2} (queries and adds), {DAY3_ENDS} (purge)")
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.dispose()
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
