@@ -3,11 +3,13 @@
     git worktree add /tmp/before <commit>
     python benchmarks/bench_versions.py --before /tmp/before [--url URL] [--texts 20000]
 
-Fills a new namespace with the quality dataset's texts through this checkout's ``add_many`` (in
-a fresh SQLite file by default, or in the server database given by ``--url``), then runs, in turn and ``--rounds`` times, a child process of
-each checkout (``PYTHONPATH`` set to it): ``--queries`` text queries (half near-duplicates: a kept
-text with two words appended) against the filled namespace and, on SQLite, ``--adds`` single adds
-of new dataset texts into a copy of the file. Prints p50 / p99 in microseconds per checkout and
+Each checkout fills a database of its own (a fresh SQLite file by default, or a new database on
+the server given by ``--url``) with the quality dataset's texts through its own ``add_many``, so
+two checkouts of different schema revisions compare too. Then, in turn and ``--rounds`` times, a
+child process of each checkout (``PYTHONPATH`` set to it) runs ``--queries`` text queries (half
+near-duplicates: a kept text with two words appended) against its filled namespace and ``--adds``
+single adds of new dataset texts (on SQLite into a copy of the file, on a server into the
+database itself under keys of that round). Prints p50 / p99 in microseconds per checkout and
 round, and the ratio of the medians.
 """
 
@@ -27,7 +29,9 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sqlalchemy as sa
 from bench_add_many import documents
+from sqlalchemy.engine import make_url
 
 from simstore.store import SimStore
 
@@ -37,6 +41,11 @@ HERE = Path(__file__).resolve().parents[1]
 def child(mode: str, url: str, namespace: str, texts_file: str, count: int) -> dict[str, float]:
     """Runs in the checkout under test: p50 / p99 of ``count`` queries or adds."""
     texts = json.loads(Path(texts_file).read_text(encoding="utf-8"))
+    if mode == "fill":
+        with SimStore(url, namespace=namespace, auto_upgrade=True) as filling:
+            for _decision in filling.add_many((f"t{n}", text) for n, text in enumerate(texts)):
+                pass
+        return {}
     store = SimStore(url, namespace=namespace)
     samples = []
     if mode == "query":
@@ -50,13 +59,24 @@ def child(mode: str, url: str, namespace: str, texts_file: str, count: int) -> d
             store.query(text)
             samples.append((time.perf_counter() - started) * 1e6)
     else:
+        tag = uuid.uuid4().hex[:6]
         for n, text in enumerate(texts[:count]):
             started = time.perf_counter()
-            store.add(text, key=f"new{n}")
+            store.add(text, key=f"new{n}-{tag}")
             samples.append((time.perf_counter() - started) * 1e6)
     store.close()
     samples.sort()
     return {"p50": samples[len(samples) // 2], "p99": samples[int(len(samples) * 0.99)]}
+
+
+def _database(admin: sa.Engine | None, folder: Path, name: str) -> str:
+    """A new empty database: a SQLite file in ``folder``, or one made on the server."""
+    if admin is None:
+        return f"sqlite:///{folder / (name + '.db')}"
+    database = name.replace("-", "_")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {database}")
+    return admin.url.set(database=database).render_as_string(hide_password=False)
 
 
 def run(checkout: Path, *arguments: str) -> dict[str, float]:
@@ -84,30 +104,44 @@ def main() -> None:
         parser.error("--before is required")
     corpus = documents(args.texts + args.adds)
     kept, new = corpus[: args.texts], corpus[args.texts :]
+    sides = (("before", args.before), ("after", HERE))
+    namespace = f"versions-{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(args.url, isolation_level="AUTOCOMMIT") if args.url else None
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        url = args.url or f"sqlite:///{folder / 'base.db'}"
-        namespace = f"versions-{uuid.uuid4().hex[:8]}"
-        with SimStore(url, namespace=namespace, auto_upgrade=True) as store:
-            for _decision in store.add_many((f"t{n}", text) for n, text in enumerate(kept)):
-                pass
         (folder / "kept.json").write_text(json.dumps(kept), encoding="utf-8")
         (folder / "new.json").write_text(json.dumps(new), encoding="utf-8")
+        urls = {name: _database(admin, folder, f"{namespace}-{name}") for name, _c in sides}
         results: dict[tuple[str, str], list[dict[str, float]]] = {}
-        for _round in range(args.rounds):
-            for name, checkout in (("before", args.before), ("after", HERE)):
-                key = ("query", name)
-                queried = run(
-                    checkout, "query", url, namespace, str(folder / "kept.json"), str(args.queries)
-                )
-                results.setdefault(key, []).append(queried)
-                if not args.url:  # adds write: each run on its own copy of the file
-                    copy = folder / f"{name}.db"
-                    shutil.copy(folder / "base.db", copy)
-                    added = run(checkout, "add", f"sqlite:///{copy}", namespace,
-                                str(folder / "new.json"), str(args.adds))  # fmt: skip
+        try:
+            for name, checkout in sides:
+                run(checkout, "fill", urls[name], namespace, str(folder / "kept.json"), "0")
+            for _round in range(args.rounds):
+                for name, checkout in sides:
+                    url = urls[name]
+                    queried = run(
+                        checkout, "query", url, namespace, str(folder / "kept.json"),
+                        str(args.queries),
+                    )  # fmt: skip
+                    results.setdefault(("query", name), []).append(queried)
+                    if admin is None:  # adds write: each round on a copy of the file
+                        copy = folder / f"{name}-copy.db"
+                        shutil.copy(make_url(url).database or "", copy)
+                        url = f"sqlite:///{copy}"
+                    added = run(checkout, "add", url, namespace, str(folder / "new.json"),
+                                str(args.adds))  # fmt: skip
                     results.setdefault(("add", name), []).append(added)
-    print(f"{url.split(':')[0]}: p50 / p99 us per round")
+        finally:
+            if admin is not None:
+                with admin.connect() as conn:
+                    for url in urls.values():
+                        database = make_url(url).database
+                        if conn.dialect.name == "postgresql":
+                            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+                        else:
+                            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {database}")
+                admin.dispose()
+    print(f"{urls['after'].split(':')[0]}: p50 / p99 us per round")
     for mode in ("query", "add"):
         if (mode, "after") not in results:
             continue
