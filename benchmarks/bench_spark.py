@@ -10,6 +10,13 @@ skew counts (the largest band-key bucket, the buckets split, the most pairs one 
 candidate join made) from ``dedup(..., counts=...)``.
 
     python benchmarks/bench_spark.py --docs 100000 --cores 2
+    python benchmarks/bench_spark.py --docs 1000000 --cores 2 --corpus composed
+
+``--corpus edits`` (the default) edits the sample corpus's 3,686 records until ``--docs``: its
+clusters grow with the corpus (~270 texts each at 1M), so the pairs to confirm grow with its
+square. ``--corpus composed`` takes ``bench_window_default``'s texts (strung from the quality
+dataset's clauses) with a fixed share of near-duplicates (15%: one word or character replaced,
+deleted and inserted in an earlier text) and exact copies (5%), as a feed's would be.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import json
 import os
 import random
 import resource
+import sys
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -51,6 +59,27 @@ def corpus(count: int, seed: int) -> list[tuple[str, str]]:
         texts.append(" ".join(edited))
     rng.shuffle(texts)
     return [(f"d{i:08d}", text) for i, text in enumerate(texts[:count])]
+
+
+def composed_corpus(count: int, seed: int) -> list[tuple[str, str]]:
+    """``count`` texts of ``bench_window_default``: 80% new, 15% near-duplicates and 5% exact
+    copies of earlier ones, in input order."""
+    import bench_window_default as composer
+
+    composer.load_pool(composer.PAIRS)
+    rng = random.Random(seed)
+    numbers: list[int] = []  # the composed text each record was made from
+    texts: list[str] = []
+    for i in range(count):
+        kind = rng.random()
+        if i and kind < 0.05:
+            texts.append(texts[rng.randrange(i)])
+        elif i and kind < 0.20:
+            texts.append(composer.near_duplicate(composer.compose(rng.choice(numbers)), rng))
+        else:
+            numbers.append(i)
+            texts.append(composer.compose(i))
+    return [(f"d{i:08d}", text) for i, text in enumerate(texts)]
 
 
 def tree_cpu(root: int) -> float:
@@ -130,6 +159,7 @@ def run_spark(
 
     from simstore import spark as simspark
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers need simstore's venv
     log_dir = folder / "events"
     log_dir.mkdir()
     session = (
@@ -170,8 +200,10 @@ def main() -> None:
     parser.add_argument(
         "--split-buckets", type=int, default=1_000, help="dedup's split_buckets (0: never split)"
     )
+    parser.add_argument("--corpus", choices=("edits", "composed"), default="edits")
     args = parser.parse_args()
-    records = corpus(args.docs, args.seed)
+    make = composed_corpus if args.corpus == "composed" else corpus
+    records = make(args.docs, args.seed)
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         store_wall, store_cpu, expected = run_store(records, folder)
@@ -185,7 +217,10 @@ def main() -> None:
             shuffles = {}
     same = sum(1 for key, verdict in expected.items() if got.get(key) == verdict)
     duplicates = sum(1 for kept, _of in expected.values() if not kept)
-    print(f"{args.docs:,} documents ({duplicates:,} duplicates), local[{args.cores}]")
+    print(
+        f"{args.docs:,} documents ({duplicates:,} duplicates, corpus {args.corpus}), "
+        f"local[{args.cores}]"
+    )
     print("| job | wall s | CPU s | agreement |")
     print("|---|---:|---:|---:|")
     print(f"| SimStore.add_many (SQLite file) | {store_wall:.1f} | {store_cpu:.1f} | reference |")

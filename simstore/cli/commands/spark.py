@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,6 +64,10 @@ def _start(master: str, debug: bool) -> SparkSession:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName("simstore spark dedup")
+    if master.startswith("local"):
+        # local workers run this interpreter, the one simstore is installed in (PySpark's default
+        # is whatever "python3" is first on PATH, often one without simstore)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = builder.config("spark.ui.showConsoleProgress", str(debug).lower())
     started = session.getOrCreate()
     started.sparkContext.setLogLevel("INFO" if debug else "ERROR")
