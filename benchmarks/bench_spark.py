@@ -33,6 +33,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus.jsonl"
 AT = datetime(2026, 1, 5, tzinfo=timezone.utc)
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -162,12 +165,14 @@ def run_spark(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers need simstore's venv
     log_dir = folder / "events"
     log_dir.mkdir()
+    # ~25k texts a partition: at 1M, four partitions ran the JVM out of heap in the first stage
+    partitions = max(2, cores * 2, len(records) // 25_000)
     session = (
         SparkSession.builder.master(f"local[{cores}]")
-        .config("spark.sql.shuffle.partitions", str(max(2, cores * 2)))
+        .config("spark.sql.shuffle.partitions", str(partitions))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
+        .config("spark.driver.memory", "8g")
         .config("spark.eventLog.enabled", "true")
         .config("spark.eventLog.dir", str(log_dir))
         .config("spark.eventLog.compress", "false")
@@ -175,9 +180,12 @@ def run_spark(
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    rows = [(key, text, position) for position, (key, text) in enumerate(records)]
-    df = session.createDataFrame(rows, "id string, body string, position long")
-    df = df.repartition(max(2, cores * 2)).persist()
+    # the corpus reaches Spark as a Parquet file, as a real one would (not through the driver)
+    source = folder / "corpus.parquet"
+    keys, texts = zip(*records, strict=True) if records else ((), ())
+    table = pa.table({"id": keys, "body": texts, "position": range(len(records))})
+    pq.write_table(table, source, row_group_size=20_000)
+    df = session.read.parquet(str(source)).repartition(partitions).persist()
     df.count()
     timings: dict[str, float] = {}
     counts: dict[str, int] = {}
