@@ -444,6 +444,21 @@ def test_cli_spark_dedup(spark: SparkSession, cli_run: CliRun) -> None:
     assert spark.range(1).count() == 1  # the test session is still running
 
 
+def test_cli_spark_dedup_runs_its_workers_in_its_own_interpreter(cli_run: CliRun) -> None:
+    """A shell whose first python3 lacks simstore (PySpark's default for its workers) and no
+    PYSPARK_PYTHON: the local workers still import simstore (the CLI names its own interpreter)."""
+    environment = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    environment["PATH"] = "/usr/bin:/bin"  # the system python3, without simstore's dependencies
+    out = cli_run.source.parent / "own-interpreter"
+    command = [sys.executable, "-m", "simstore.cli", "--json", "spark", "dedup"]
+    command += [str(cli_run.source), "--out", str(out), "--order", "n", "--master", "local[1]"]
+    ran = subprocess.run(
+        command, capture_output=True, text=True, timeout=300, check=False, env=environment
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert json.loads(ran.stdout)["kept"] == cli_run.summary["kept"]
+
+
 def simstore_cli(*arguments: str) -> dict[str, Any]:
     """``simstore --json ARGUMENTS`` as a subprocess: its JSON document (exit 0 asserted)."""
     command = [sys.executable, "-m", "simstore.cli", "--json", *arguments]
