@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, Connection, Engine
 
-from simstore.db import redact, resolve_bind, translate_errors
+from simstore.db import configure_sessions, redact, resolve_bind, translate_errors
 from simstore.errors import DatabaseUnavailable, SimstoreError
 from simstore.schema import namespaces
 
@@ -127,8 +127,10 @@ class Connections:
         if self.owns_engine and path is not None:
             self._checkpointer = _Checkpointer(self.engine, path)
         if self.owns_engine and self.dialect != "sqlite":
-            self._reader = sa.create_engine(
-                self.engine.url, isolation_level="AUTOCOMMIT", pool_reset_on_return=None
+            self._reader = configure_sessions(
+                sa.create_engine(
+                    self.engine.url, isolation_level="AUTOCOMMIT", pool_reset_on_return=None
+                )
             )
 
     @property

@@ -323,20 +323,27 @@ def rows_sharing_band_keys(dialect: sa.Dialect, count: int, windowed: bool) -> P
     a query's candidates and what confirming them needs, in one round trip."""
 
     def build() -> ClauseElement:
-        holders: Any = _band_key_holders(dialect, count)
-        if band_keys_in_row(dialect):  # the lateral join's rows, grouped outside it
-            holders = holders.subquery("holders")
-            holders = sa.select(holders.c.fp_id).select_from(holders)
-        else:
-            holders = holders.with_only_columns(minhash_keys.c.fp_id)
-        fp_id = holders.selected_columns.fp_id
-        groups = holders.group_by(fp_id).having(sa.func.count() >= sa.bindparam("least"))
-        query = sa.select(*(fingerprints.c[name] for name in _DETAIL_COLUMNS)).where(
-            fingerprints.c.ns_id == sa.bindparam("ns"), fingerprints.c.id.in_(groups)
+        holders = _band_key_holders(dialect, count).subquery("holders")
+        shared = (
+            sa.select(holders.c.fp_id)
+            .group_by(holders.c.fp_id)
+            .having(sa.func.count() >= sa.bindparam("least"))
         )
+        kept = fingerprints.c.ns_id == sa.bindparam("ns")
         if windowed:
-            query = query.where(fingerprints.c.part >= sa.bindparam("cutoff"))
-        return query
+            kept = sa.and_(kept, fingerprints.c.part >= sa.bindparam("cutoff"))
+        columns = [fingerprints.c[name] for name in _DETAIL_COLUMNS]
+        if not band_keys_in_row(dialect):
+            return sa.select(*columns).where(kept, fingerprints.c.id.in_(shared))
+        # PostgreSQL: each shared row fetched by its id (a lateral join, OFFSET 0 so that it is
+        # not flattened): the probes' row estimates grow with the table, and a semi-join planned
+        # on them would turn into a hash join over every partition
+        groups = shared.subquery("shared")
+        row = sa.select(*columns).where(kept, fingerprints.c.id == groups.c.fp_id)
+        found = row.offset(sa.literal_column("0")).lateral("shared_row")
+        return sa.select(*(found.c[name] for name in _DETAIL_COLUMNS)).select_from(
+            groups.join(found, sa.true())
+        )
 
     return _cached(("rows_sharing_band_keys", count, windowed), dialect, build)
 

@@ -185,3 +185,42 @@ def test_postgresql_keeps_band_keys_in_the_row_under_a_gin_index_the_lookup_uses
                 "EXPLAIN " + statement.sql, {"ns": store.ns_id, "least": 2, "cutoff": 0, **values}
             ).scalars()
             assert any(schema.POSTGRESQL_BAND_KEY_INDEX in line for line in plan)
+            # each shared row by its id (the lateral join), never a scan of the table
+            assert not any("Seq Scan on simstore_fingerprints " in line for line in plan)
+
+
+def test_postgresql_sessions_of_a_store_never_compile_their_lookups() -> None:
+    # The planner guesses each band-key probe at 0.5% of the table, so past a few hundred
+    # thousand rows a 1 ms lookup's estimated cost passes jit_above_cost and the server spent
+    # ~20 ms compiling it. jit_above_cost = 0 on the database makes every plan a candidate.
+    url = new_server_database("postgresql")
+    plain = sa.create_engine(url)
+    with plain.begin() as conn:
+        conn.exec_driver_sql(f"ALTER DATABASE {plain.url.database} SET jit_above_cost = 0")
+    plain.dispose()  # the setting applies to sessions that start after it
+    migrate.upgrade(url)
+    texts = [f"notice {i}: the ferry leaves the north pier at {i % 12} o'clock" for i in range(50)]
+    [item] = batch.sign([texts[3]])
+    values = {f"k{j}": key for j, key in enumerate(item.band_keys)}
+    statement = (
+        "EXPLAIN (ANALYZE) "
+        + _prepared.rows_sharing_band_keys(plain.dialect, len(item.band_keys), True).sql
+    )
+
+    def plan(conn: sa.Connection, ns_id: int) -> str:
+        lines = conn.exec_driver_sql(statement, {"ns": ns_id, "least": 1, "cutoff": 0, **values})
+        return "\n".join(lines.scalars())
+
+    with SimStore(url) as store:
+        list(store.add_many([{"key": f"k{i}", "text": text} for i, text in enumerate(texts)]))
+        with plain.connect() as conn:  # the server compiles when a session lets it
+            assert "JIT:" in plan(conn, store.ns_id)
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
+            assert "JIT:" not in plan(conn, store.ns_id)
+        # queries go through a second engine of the store's own (autocommit reads)
+        assert store._connections.read(lambda conn: conn.exec_driver_sql("SHOW jit").scalar()) == (
+            "off"
+        )
+        assert store.query(texts[3])
+    plain.dispose()
