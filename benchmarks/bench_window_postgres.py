@@ -74,6 +74,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--keep-database", action="store_true", help="leave the filled database for inspection"
+    )
     args = parser.parse_args()
     load_pool(args.pairs)
     name = f"simstore_window_{uuid.uuid4().hex[:8]}"
@@ -103,8 +106,11 @@ def main() -> None:
         print(f"  memory: {result['memory_mib']}", flush=True)
         print(f"  at {END_OF_DAY2} (queries and adds), {DAY3_ENDS} (purge)")
     finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        if args.keep_database:
+            print(f"  kept the database: {url}")
+        else:
+            with admin.connect() as conn:
+                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         admin.dispose()
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
