@@ -54,7 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -389,7 +389,12 @@ def check_sample(path: Path, n: int, count: int, seed: int, band_key_rows: int) 
 
 def evict(path: Path) -> None:
     """Drop the database's files from the OS page cache (clean pages; the file is synced)."""
-    for file in _files(path):
+    drop_from_page_cache(_files(path))
+
+
+def drop_from_page_cache(files: Iterable[Path]) -> None:
+    """Sync each file and drop its pages from the OS page cache (``posix_fadvise(DONTNEED)``)."""
+    for file in files:
         if file.exists():
             fd = os.open(file, os.O_RDONLY)
             try:

@@ -9,7 +9,11 @@ partitioned (``simstore.partitions.enable``: one-day partitions, keep = 2d) befo
 added; the texts then go in through ``SimStore.add_many(workers=2)``, so every row is the API's
 own. Then, at the end of day 2 and through ``SimStore(url, keep="2d")``: ``query(text)`` and
 ``add(text)`` p50 / p99, half new texts and half near-duplicates of filled ones (warm only: the
-server's cache cannot be dropped without restarting it); bytes per kept text by relation
+server's cache cannot be dropped without restarting it); with ``--server-control "pg_ctlcluster 15
+main"`` (a command that takes ``stop`` and ``start``, run on the server's machine as a user who can
+read its data directory) cold first: before the cold queries and again before the cold adds the
+server is stopped, the database's files are dropped from the OS page cache, and it is started
+again (the store's connections reconnect); bytes per kept text by relation
 (``pg_relation_size`` of every partition and index, after VACUUM ANALYZE); the purge of day 1 at
 the end of day 3 (a DROP of its partitions); this process's memory.
 """
@@ -18,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,7 +33,15 @@ from typing import Any
 import sqlalchemy as sa
 from bench_footprint import PAIRS, postgresql_sizes, report
 from bench_window import DAY1, DAY3_ENDS, END_OF_DAY2, memory
-from bench_window_default import compose, load_pool, measure, moment, wait_for_quiet, workload
+from bench_window_default import (
+    compose,
+    drop_from_page_cache,
+    load_pool,
+    measure,
+    moment,
+    wait_for_quiet,
+    workload,
+)
 from sqlalchemy.engine import make_url
 
 from simstore import migrate, partitions
@@ -54,6 +68,28 @@ def fill(url: str, n: int, workers: int) -> dict[str, Any]:
     return {"kept": kept, "seconds": round(seconds, 1), "texts_per_s": round(n / seconds)}
 
 
+def database_files(url: str) -> list[Path]:
+    """The files of the database's relations (its folder under the server's data directory)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            root = conn.exec_driver_sql("SHOW data_directory").scalar_one()
+            folder = conn.exec_driver_sql(
+                "SELECT oid FROM pg_database WHERE datname = current_database()"
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    return sorted(path for path in (Path(root) / "base" / str(folder)).iterdir() if path.is_file())
+
+
+def restart_cold(url: str, control: str) -> None:
+    """Stop the server, drop the database's files from the OS page cache, start it again."""
+    files = database_files(url)
+    subprocess.run([*shlex.split(control), "stop"], check=True)
+    drop_from_page_cache(files)
+    subprocess.run([*shlex.split(control), "start"], check=True)
+
+
 def purge_day1(url: str) -> dict[str, Any]:
     with SimStore(url, keep="2d") as store:
         started = time.perf_counter()
@@ -75,6 +111,10 @@ def main() -> None:
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument(
+        "--server-control",
+        help="a command that takes stop / start (e.g. 'pg_ctlcluster 15 main'): measure cold too",
+    )
+    parser.add_argument(
         "--keep-database", action="store_true", help="leave the filled database for inspection"
     )
     args = parser.parse_args()
@@ -95,6 +135,14 @@ def main() -> None:
         result["bytes_per_kept"] = round(sum(size for _t, _n, size in sizes) / kept)
         result["load"] = wait_for_quiet(10)
         with SimStore(url, keep="2d") as store:
+            measure(store, workload(args.rows, 20, 9), "query", "w")  # statements prepared
+            if args.server_control:
+                for salt, mode, count in ((3, "query", args.queries), (4, "add", args.adds)):
+                    restart_cold(url, args.server_control)
+                    texts = workload(args.rows, count, salt)
+                    result[f"{mode}_cold"] = measure(store, texts, mode, "cold")
+                    print(f"  {mode} (cold: server restarted, files dropped from the page "
+                          f"cache): {result[f'{mode}_cold']}", flush=True)  # fmt: skip
             for mode, count in (("query", args.queries), ("add", args.adds)):
                 measure(store, workload(args.rows, 200, 7 if mode == "query" else 8), mode, "w")
                 texts = workload(args.rows, count, 1 if mode == "query" else 2)
