@@ -2,6 +2,7 @@
 
     python benchmarks/bench_footprint.py [--texts 20000] [--batch 500]
     python benchmarks/bench_footprint.py --url postgresql+psycopg://root@127.0.0.1:5432/test
+    python benchmarks/bench_footprint.py --url mysql+pymysql://root@127.0.0.1:3306/test
 
 Real text: the ``a`` and ``b`` texts of the quality dataset (``benchmarks/data/quality/pairs.jsonl``,
 Chinese and English, a few characters to 35 kB; many pairs are near-duplicates, so fewer texts are
@@ -10,7 +11,9 @@ kept than added), in a fixed shuffled order, through ``SimStore.add_many`` with 
 
 SQLite: a fresh file, sized afterwards with the ``dbstat`` virtual table (every page of every
 table and index). PostgreSQL (``--url``): a database of its own, created and dropped, sized with
-``pg_relation_size`` for each table (its heap and its TOAST table) and each index after VACUUM.
+``pg_relation_size`` for each table (its heap and its TOAST table) and each index after VACUUM;
+MySQL/MariaDB: InnoDB's persistent statistics (``mysql.innodb_index_stats``, the ``size`` in pages
+of each index, the clustered one holding the rows) after ANALYZE TABLE.
 Prints one row per B-tree (or heap) with its bytes and bytes per kept text, then the total.
 
 ``--purge``: the texts are added over two days (half each) and, after the sizes are printed,
@@ -21,12 +24,14 @@ and its decisions); prints the rows purged per second.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -109,6 +114,51 @@ def postgresql_sizes(url: str) -> list[tuple[str, str, int]]:
     return [(str(table), str(name), int(size)) for table, name, size in rows]
 
 
+def mysql_sizes(url: str) -> list[tuple[str, str, int]]:
+    """(table, index, bytes) of simstore's InnoDB tables: PRIMARY is the clustered index (the
+    rows), the others the secondary indexes; pages counted by InnoDB's persistent statistics."""
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        tables = conn.exec_driver_sql("SHOW TABLES LIKE 'simstore%%'").scalars().all()
+        for table in tables:
+            conn.exec_driver_sql(f"ANALYZE TABLE {table}").all()
+        rows = conn.exec_driver_sql(
+            "SELECT table_name, index_name, stat_value * @@innodb_page_size "
+            "FROM mysql.innodb_index_stats WHERE database_name = DATABASE() "
+            "AND stat_name = 'size' AND table_name LIKE 'simstore%%' ORDER BY 1, 2"
+        ).all()
+    engine.dispose()
+    return [(str(table), str(name), int(size)) for table, name, size in rows]
+
+
+def server_sizes(url: str) -> tuple[str, list[tuple[str, str, int]]]:
+    """What the server says each of simstore's tables and indexes takes, with how it was read."""
+    if make_url(url).get_backend_name() == "postgresql":
+        return "PostgreSQL (pg_relation_size)", postgresql_sizes(url)
+    return "MySQL/MariaDB (innodb_index_stats)", mysql_sizes(url)
+
+
+@contextlib.contextmanager
+def scratch_database(server_url: str, prefix: str, keep: bool = False) -> Iterator[str]:
+    """A database of its own on the server (dropped afterwards unless ``keep``), as a URL."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    # pre-ping: a restart of the server (cold timings) kills the pooled connection
+    admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
+    postgresql = admin.dialect.name == "postgresql"
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    try:
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        if keep:
+            print(f"  kept the database {name}")
+        else:
+            with admin.connect() as conn:
+                force = " WITH (FORCE)" if postgresql else ""
+                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}{force}")
+        admin.dispose()
+
+
 def report(title: str, sizes: list[tuple[str, str, int]], kept: int, added: int) -> None:
     total = sum(size for _table, _name, size in sizes)
     print(f"\n{title}: {added:,} texts added, {kept:,} kept")
@@ -144,7 +194,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--pairs", type=Path, default=PAIRS, help="the quality dataset's pairs")
     parser.add_argument("--purge", action="store_true", help="then time a purge of day 1")
-    parser.add_argument("--url", help="a PostgreSQL server URL (a database of its own is made)")
+    parser.add_argument(
+        "--url", help="a PostgreSQL or MySQL/MariaDB server URL (a database of its own is made)"
+    )
     args = parser.parse_args()
     corpus = texts(args.texts, args.pairs)
     chars = sum(map(len, corpus))
@@ -161,21 +213,12 @@ def main() -> None:
             if args.purge:
                 purge(f"sqlite:///{path}")
         return
-    name = f"simstore_footprint_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(args.url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    url = make_url(args.url).set(database=name).render_as_string(hide_password=False)
-    try:
+    with scratch_database(args.url, "simstore_footprint") as url:
         kept, seconds = fill(url, corpus, args.batch)
         print(f"add_many: {seconds:.1f} s, {len(corpus) / seconds:,.0f} texts/s")
-        report("PostgreSQL (pg_relation_size)", postgresql_sizes(url), kept, len(corpus))
+        report(*server_sizes(url), kept, len(corpus))
         if args.purge:
             purge(url)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.dispose()
 
 
 if __name__ == "__main__":

@@ -1,21 +1,24 @@
-"""The default pipeline over the seeds' two-day window on PostgreSQL, partitioned by day.
+"""The default pipeline over the seeds' two-day window on a server: PostgreSQL partitioned by day,
+or MySQL/MariaDB.
 
-    python benchmarks/bench_window_postgres.py --rows 1000000 \
-        --url postgresql+psycopg://root@127.0.0.1:5432/test [--json out.json]
+    python benchmarks/bench_window_server.py --rows 1000000 \
+        --url postgresql+psycopg://root@127.0.0.1:5432/test [--server-control "pg_ctlcluster 15 main"]
+    python benchmarks/bench_window_server.py --rows 1000000 --url mysql+pymysql://root@127.0.0.1:3306/test
 
 The texts are ``bench_window_default``'s (composed from the quality dataset's clauses, text ``i``
-added at ``moment(i)`` over two days). A database of its own is made on the server and
-partitioned (``simstore.partitions.enable``: one-day partitions, keep = 2d) before anything is
-added; the texts then go in through ``SimStore.add_many(workers=2)``, so every row is the API's
-own. Then, at the end of day 2 and through ``SimStore(url, keep="2d")``: ``query(text)`` and
-``add(text)`` p50 / p99, half new texts and half near-duplicates of filled ones (warm only: the
-server's cache cannot be dropped without restarting it); with ``--server-control "pg_ctlcluster 15
-main"`` (a command that takes ``stop`` and ``start``, run on the server's machine as a user who can
-read its data directory) cold first: before the cold queries and again before the cold adds the
-server is stopped, the database's files are dropped from the OS page cache, and it is started
-again (the store's connections reconnect); bytes per kept text by relation
-(``pg_relation_size`` of every partition and index, after VACUUM ANALYZE); the purge of day 1 at
-the end of day 3 (a DROP of its partitions); this process's memory.
+added at ``moment(i)`` over two days). A database of its own is made on the server; on PostgreSQL
+it is partitioned (``simstore.partitions.enable``: one-day partitions, keep = 2d) before anything
+is added (simstore partitions only PostgreSQL). The texts then go in through
+``SimStore.add_many(workers=2)``, so every row is the API's own. Then, at the end of day 2 and
+through ``SimStore(url, keep="2d")``: ``query(text)`` and ``add(text)`` p50 / p99, half new texts
+and half near-duplicates of filled ones. Warm only, unless ``--server-control`` names a command
+that takes ``stop`` and ``start`` (run on the server's machine by a user who can read its data
+directory): then cold first, the server stopped, the database's files dropped from the OS page
+cache and the server started again before the cold queries and again before the cold adds (the
+store's connections reconnect; MariaDB reloads its buffer pool dump at start, as it would after
+any restart). Then bytes per kept text by relation (``bench_footprint.server_sizes``), the purge
+of day 1 at the end of day 3 (a DROP of its partitions on PostgreSQL, deletes on MariaDB), and
+this process's memory.
 """
 
 from __future__ import annotations
@@ -25,13 +28,12 @@ import json
 import shlex
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from bench_footprint import PAIRS, postgresql_sizes, report
+from bench_footprint import PAIRS, report, scratch_database, server_sizes
 from bench_window import DAY1, DAY3_ENDS, END_OF_DAY2, memory
 from bench_window_default import (
     compose,
@@ -55,7 +57,8 @@ def records(n: int) -> Iterator[dict[str, Any]]:
 
 def fill(url: str, n: int, workers: int) -> dict[str, Any]:
     migrate.upgrade(url)
-    partitions.enable(url, interval="1d", keep="2d", now=DAY1)
+    if make_url(url).get_backend_name() == "postgresql":
+        partitions.enable(url, interval="1d", keep="2d", now=DAY1)
     started = time.perf_counter()
     kept = 0
     with SimStore(url, keep="2d") as store:
@@ -69,17 +72,22 @@ def fill(url: str, n: int, workers: int) -> dict[str, Any]:
 
 
 def database_files(url: str) -> list[Path]:
-    """The files of the database's relations (its folder under the server's data directory)."""
+    """The files of the database (its folder under the server's data directory)."""
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            root = conn.exec_driver_sql("SHOW data_directory").scalar_one()
-            folder = conn.exec_driver_sql(
-                "SELECT oid FROM pg_database WHERE datname = current_database()"
-            ).scalar_one()
+            if engine.dialect.name == "postgresql":
+                root = conn.exec_driver_sql("SHOW data_directory").scalar_one()
+                oid = conn.exec_driver_sql(
+                    "SELECT oid FROM pg_database WHERE datname = current_database()"
+                ).scalar_one()
+                folder = Path(root) / "base" / str(oid)
+            else:
+                root = conn.exec_driver_sql("SELECT @@datadir").scalar_one()
+                folder = Path(root) / str(engine.url.database)
     finally:
         engine.dispose()
-    return sorted(path for path in (Path(root) / "base" / str(folder)).iterdir() if path.is_file())
+    return sorted(path for path in folder.iterdir() if path.is_file())
 
 
 def restart_cold(url: str, control: str) -> None:
@@ -104,7 +112,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--url", required=True, help="a PostgreSQL server URL")
+    parser.add_argument("--url", required=True, help="a PostgreSQL or MySQL/MariaDB server URL")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--adds", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
@@ -119,19 +127,14 @@ def main() -> None:
     )
     args = parser.parse_args()
     load_pool(args.pairs)
-    name = f"simstore_window_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(args.url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    url = make_url(args.url).set(database=name).render_as_string(hide_password=False)
     result: dict[str, Any] = {"rows": args.rows}
-    try:
-        print(f"filling {name} with {args.rows:,} texts through add_many", flush=True)
+    with scratch_database(args.url, "simstore_window", keep=args.keep_database) as url:
+        print(f"filling {make_url(url).database} with {args.rows:,} texts through add_many")
         result["fill"] = fill(url, args.rows, args.workers)
         print(f"  {result['fill']}", flush=True)
-        sizes = postgresql_sizes(url)
+        title, sizes = server_sizes(url)
         kept = result["fill"]["kept"]
-        report("PostgreSQL, partitioned by day (pg_relation_size)", sizes, kept, args.rows)
+        report(title, sizes, kept, args.rows)
         result["bytes_per_kept"] = round(sum(size for _t, _n, size in sizes) / kept)
         result["load"] = wait_for_quiet(10)
         with SimStore(url, keep="2d") as store:
@@ -153,13 +156,6 @@ def main() -> None:
         result["memory_mib"] = memory()
         print(f"  memory: {result['memory_mib']}", flush=True)
         print(f"  at {END_OF_DAY2} (queries and adds), {DAY3_ENDS} (purge)")
-    finally:
-        if args.keep_database:
-            print(f"  kept the database: {url}")
-        else:
-            with admin.connect() as conn:
-                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.dispose()
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
