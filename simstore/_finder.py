@@ -251,17 +251,18 @@ class Finder:
         """The candidates ``near`` (by SimHash) and ``keyed`` (by band keys) that match ``item``."""
         policy, max_distance = rule
         start = window_start(moment, self.keep)
-        matches = []
+        candidates = []
         for row_id in near | keyed:
             kept = details.get(row_id)
             if kept is None or (start is not None and kept.added_at < start):
                 continue
             if row_id not in keyed and not policy.by_radius(item, kept.signature):
                 continue
-            match = policy.confirm(item, kept, max_distance)
-            if match is not None:
-                matches.append(match)
-        return sort_matches(matches)
+            candidates.append(kept)
+        # all at once (one numpy pass over the signatures): a short text's band keys can lead to
+        # thousands of kept look-alikes, and confirming them one by one was most of such a query
+        decided = policy.confirm_many([item] * len(candidates), candidates, max_distance)
+        return sort_matches([match for match in decided if match is not None])
 
     def _sharing_keys(
         self, conn: Connection, item: Item, params: Mapping[str, Any], least: int
