@@ -401,6 +401,22 @@ def delete_band_key(dialect: sa.Dialect) -> Prepared:
     return _cached(("delete_band_key",), dialect, build)
 
 
+def delete_band_keys_of(dialect: sa.Dialect, keys: int, ids: int) -> Prepared:
+    """DELETE of the ``simstore_minhash`` rows of the rows ``i0``.. (namespace ``ns``), given
+    every band key those rows hold among ``k0``..: one statement for many rows (a round trip
+    each on the servers), exact because a band-key row is deleted only if its row is one of
+    ``i0``.."""
+
+    def build() -> ClauseElement:
+        return sa.delete(minhash_keys).where(
+            minhash_keys.c.band_key.in_([sa.bindparam(f"k{j}") for j in range(keys)]),
+            minhash_keys.c.ns_id == sa.bindparam("ns"),
+            minhash_keys.c.fp_id.in_([sa.bindparam(f"i{j}") for j in range(ids)]),
+        )
+
+    return _cached(("delete_band_keys_of", keys, ids), dialect, build)
+
+
 def ids_by_key(dialect: sa.Dialect, count: int) -> Prepared:
     """Id and key of the kept rows of ``count`` keys (parameters ``ns`` and ``k0``..)."""
 

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from simstore import _prepared as prepared
 from simstore import minhash, partitions
 from simstore._connections import Connections
-from simstore._finder import chunks
+from simstore._finder import chunks, padded_params
 from simstore.db import translate_errors
 from simstore.locking import lock_for_write
 from simstore.results import Purged
@@ -29,6 +29,7 @@ log = logging.getLogger("simstore")
 
 PURGE_BATCH_ROWS = 10_000
 _TIMES = {fingerprints: fingerprints.c.added_at, decisions: decisions.c.decided_at}
+ROWS_PER_BAND_KEY_DELETE = 128  # up to 3,072 keys: one IN list within prepared.MAX_IN
 # what ``delete_band_keys`` needs of a kept row
 _SIGNED_ROW = (fingerprints.c.id, fingerprints.c.ns_id, fingerprints.c.signature)
 
@@ -183,9 +184,10 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     """Delete the ``simstore_minhash`` rows of kept rows given as (id, ns_id, signature).
 
     Each row's band keys are recomputed from its signature (distinct, as ``Policy.sign`` stores
-    them) and deleted by their full primary key, one executemany on the driver's cursor (a seek
-    each). Rows without a signature have no band keys. Returns the band-key rows asked to go.
-    On PostgreSQL the keys are in the rows themselves and go with them: only counted.
+    them) and deleted: on SQLite by their full primary keys in one executemany (a seek each), on
+    a server ``ROWS_PER_BAND_KEY_DELETE`` rows a statement (their keys and their ids). Rows
+    without a signature have no band keys. Returns the band-key rows asked to go. On PostgreSQL
+    the keys are in the rows themselves and go with them: only counted.
     """
     signed = [
         (int(row_id), int(ns), bytes(signature))
@@ -195,15 +197,30 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     if not signed:
         return 0
     keys = minhash.band_keys(np.stack([minhash.from_bytes(row[2]) for row in signed])).tolist()
+    held = [set(row_keys) for row_keys in keys]
     if band_keys_in_row(conn.dialect):
-        return sum(len(set(row_keys)) for row_keys in keys)
-    params = [
-        (key, ns, row_id)
-        for (row_id, ns, _signature), row_keys in zip(signed, keys, strict=True)
-        for key in sorted(set(row_keys))
-    ]
-    prepared.delete_band_key(conn.dialect).run_rows(conn, params)
-    return len(params)
+        return sum(map(len, held))
+    if conn.dialect.name == "sqlite":  # in-process: an executemany of primary keys is cheapest
+        params = [
+            (key, ns, row_id)
+            for (row_id, ns, _signature), row_keys in zip(signed, held, strict=True)
+            for key in sorted(row_keys)
+        ]
+        prepared.delete_band_key(conn.dialect).run_rows(conn, params)
+        return len(params)
+    # a server: executemany of DELETE is a round trip a row (PyMySQL), so many rows a statement
+    by_namespace: dict[int, list[tuple[int, set[int]]]] = {}
+    for (row_id, ns, _signature), row_keys in zip(signed, held, strict=True):
+        by_namespace.setdefault(ns, []).append((row_id, row_keys))
+    for ns, owned in by_namespace.items():
+        for chunk in chunks(owned, ROWS_PER_BAND_KEY_DELETE):
+            ids = [row_id for row_id, _keys in chunk]
+            wanted = sorted(set().union(*(row_keys for _id, row_keys in chunk)))
+            statement = prepared.delete_band_keys_of(
+                conn.dialect, prepared.padded(len(wanted)), prepared.padded(len(ids))
+            )
+            statement.run(conn, {"ns": ns, **padded_params("k", wanted), **padded_params("i", ids)})
+    return sum(map(len, held))
 
 
 def remove(connections: Connections, ns_id: int, key: str) -> bool:
