@@ -323,22 +323,22 @@ def rows_sharing_band_keys(dialect: sa.Dialect, count: int, windowed: bool) -> P
     a query's candidates and what confirming them needs, in one round trip."""
 
     def build() -> ClauseElement:
-        holders = _band_key_holders(dialect, count).subquery("holders")
-        shared = (
-            sa.select(holders.c.fp_id)
-            .group_by(holders.c.fp_id)
-            .having(sa.func.count() >= sa.bindparam("least"))
-        )
         kept = fingerprints.c.ns_id == sa.bindparam("ns")
         if windowed:
             kept = sa.and_(kept, fingerprints.c.part >= sa.bindparam("cutoff"))
         columns = [fingerprints.c[name] for name in _DETAIL_COLUMNS]
+        enough = sa.func.count() >= sa.bindparam("least")
         if not band_keys_in_row(dialect):
+            holders = _band_key_holders(dialect, count).with_only_columns(minhash_keys.c.fp_id)
+            shared = holders.group_by(minhash_keys.c.fp_id).having(enough)
             return sa.select(*columns).where(kept, fingerprints.c.id.in_(shared))
         # PostgreSQL: each shared row fetched by its id (a lateral join, OFFSET 0 so that it is
         # not flattened): the probes' row estimates grow with the table, and a semi-join planned
         # on them would turn into a hash join over every partition
-        groups = shared.subquery("shared")
+        probes = _band_key_holders(dialect, count).subquery("holders")
+        groups = (
+            sa.select(probes.c.fp_id).group_by(probes.c.fp_id).having(enough).subquery("shared")
+        )
         row = sa.select(*columns).where(kept, fingerprints.c.id == groups.c.fp_id)
         found = row.offset(sa.literal_column("0")).lateral("shared_row")
         return sa.select(*(found.c[name] for name in _DETAIL_COLUMNS)).select_from(
