@@ -258,48 +258,35 @@ def fill_direct(
     connection.execute("PRAGMA synchronous=OFF")
     connection.execute("PRAGMA cache_size=-1048576")
     connection.execute("BEGIN")
-    indexes = {
-        table: connection.execute(
-            "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL "
-            "AND tbl_name = ? ORDER BY name LIKE '%b0_b1' OR name LIKE '%b2_b3' DESC, name",
-            (table,),
-        ).fetchall()
-        for table in ("simstore_fingerprints", "simstore_decisions")
-    }
-    for name, _sql in [*indexes["simstore_fingerprints"], *indexes["simstore_decisions"]]:
+    indexes = connection.execute(
+        "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL "
+        "AND tbl_name = 'simstore_fingerprints' ORDER BY name LIKE '%b0_b1' OR name LIKE '%b2_b3' "
+        "DESC, name"
+    ).fetchall()
+    for name, _sql in indexes:
         connection.execute(f"DROP INDEX {name}")
     step = 1 << 16
     origin = np.datetime64(first_moment, "us")
     epoch_seconds = int((first_moment - EPOCH).total_seconds())
-    # The fingerprint rows and their indexes (pair indexes first) go in before the decision log,
-    # which no query reads: the hot pages then lie within SQLite's 2 GiB memory map, much as
-    # they spread through a file that add_many grew over time (a file written table by table
-    # would put every index, the pair indexes last, beyond it at 10M rows).
-    for table in ("simstore_fingerprints", "simstore_decisions"):
-        for first in range(0, len(values), step):
-            chunk = values[first : first + step]
-            positions = np.arange(first, first + len(chunk), dtype=np.int64)
-            offsets = (positions * int(seconds * 1e6)) // max(len(values), 1)  # microseconds
-            moments = np.datetime_as_string(origin + offsets.astype("timedelta64[us]"), unit="us")
-            stamps = np.char.replace(moments, "T", " ").tolist()  # simstore's SQLite format
-            parts = ((epoch_seconds + offsets // 1_000_000) // store.partition_seconds).tolist()
-            keys = [f"k{i}" for i in range(first, first + len(chunk))]
-            signed = chunk.view(np.int64).tolist()
-            if table == "simstore_decisions":
-                connection.executemany(
-                    "INSERT INTO simstore_decisions (ns_id, key, fp, decided_at, part, inserted) "
-                    f"VALUES ({store.ns_id}, ?, ?, ?, ?, 1)",
-                    zip(keys, signed, stamps, parts, strict=True),
-                )
-                continue
-            columns = [(chunk >> np.uint64(shift)) & np.uint64(BAND_MASK) for shift in BAND_SHIFTS]
-            connection.executemany(
-                "INSERT INTO simstore_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, "
-                f"part) VALUES ({store.ns_id}, ?, ?, ?, ?, ?, ?, ?, ?)",
-                zip(keys, signed, *(c.tolist() for c in columns), stamps, parts, strict=True),
-            )
-        for _name, sql in indexes[table]:
-            connection.execute(sql)
+    # The kept rows, then their indexes (pair indexes first); a kept row is its own decision's
+    # record, so there is no decision row (every row is kept).
+    for first in range(0, len(values), step):
+        chunk = values[first : first + step]
+        positions = np.arange(first, first + len(chunk), dtype=np.int64)
+        offsets = (positions * int(seconds * 1e6)) // max(len(values), 1)  # microseconds
+        moments = np.datetime_as_string(origin + offsets.astype("timedelta64[us]"), unit="us")
+        stamps = np.char.replace(moments, "T", " ").tolist()  # simstore's SQLite format
+        parts = ((epoch_seconds + offsets // 1_000_000) // store.partition_seconds).tolist()
+        keys = [f"k{i}" for i in range(first, first + len(chunk))]
+        signed = chunk.view(np.int64).tolist()
+        columns = [(chunk >> np.uint64(shift)) & np.uint64(BAND_MASK) for shift in BAND_SHIFTS]
+        connection.executemany(
+            "INSERT INTO simstore_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, "
+            f"part) VALUES ({store.ns_id}, ?, ?, ?, ?, ?, ?, ?, ?)",
+            zip(keys, signed, *(c.tolist() for c in columns), stamps, parts, strict=True),
+        )
+    for _name, sql in indexes:
+        connection.execute(sql)
     connection.execute("COMMIT")
     connection.close()
     checkpoint(path)
@@ -350,7 +337,10 @@ def load_simstore(
         marker_path.write_text(json.dumps(marker, indent=1) + "\n")
         return store, marker, True
     connection = sqlite3.connect(path)
-    (done,) = connection.execute("SELECT COUNT(*) FROM simstore_decisions").fetchone()
+    (done,) = connection.execute(  # decided: the kept rows and the duplicates' decisions
+        "SELECT (SELECT COUNT(*) FROM simstore_decisions) + "
+        "(SELECT COUNT(*) FROM simstore_fingerprints)"
+    ).fetchone()
     connection.close()
     if done:
         print(f"  resuming the simstore load of {path.name} at item {done:,}", flush=True)

@@ -124,19 +124,14 @@ def _raw_connection(path: Path) -> sqlite3.Connection:
     return connection
 
 
-def _raw_rows(ns_id: int, key: str, value: int) -> tuple[tuple[object, ...], tuple[object, ...]]:
-    signed = to_signed(value)
-    kept = (ns_id, key, signed, *bands(value), SQLITE_TIME, 493104)
-    return kept, (ns_id, key, signed, SQLITE_TIME, 493104)
+def _raw_row(ns_id: int, key: str, value: int) -> tuple[object, ...]:
+    """A kept row (the record of its decision too: a kept add writes no decision row)."""
+    return (ns_id, key, to_signed(value), *bands(value), SQLITE_TIME, 493104)
 
 
 INSERT_KEPT = (
     "INSERT INTO simstore_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, part) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-INSERT_DECISION = (
-    "INSERT INTO simstore_decisions (ns_id, key, fp, decided_at, part, inserted) "
-    "VALUES (?, ?, ?, ?, ?, 1)"
 )
 
 
@@ -156,12 +151,11 @@ def bulk_rates(values: list[int], batch: int) -> tuple[float, float]:
                 connection = _raw_connection(path)
                 for first in range(0, len(values), batch):
                     rows = [
-                        _raw_rows(store.ns_id, f"k{i}", values[i])
+                        _raw_row(store.ns_id, f"k{i}", values[i])
                         for i in range(first, min(first + batch, len(values)))
                     ]
                     connection.execute("BEGIN IMMEDIATE")
-                    connection.executemany(INSERT_KEPT, [kept for kept, _ in rows])
-                    connection.executemany(INSERT_DECISION, [logged for _, logged in rows])
+                    connection.executemany(INSERT_KEPT, rows)
                     connection.execute("COMMIT")
                 connection.close()
             rates.append(len(values) / (time.perf_counter() - start))
@@ -169,7 +163,8 @@ def bulk_rates(values: list[int], batch: int) -> tuple[float, float]:
 
 
 class RawAdd:
-    """The floor of one add on SQLite: key check, 4-band lookup and two inserts, one transaction."""
+    """The floor of one add on SQLite: key check (both tables), 4-band lookup and the kept row's
+    insert, one transaction."""
 
     def __init__(self, path: Path, ns_id: int) -> None:
         self.connection = _raw_connection(path)
@@ -183,13 +178,15 @@ class RawAdd:
         params: list[int] = []
         for band in bands(value):
             params += [self.ns_id, band]
-        kept, logged = _raw_rows(self.ns_id, key, value)
         execute = self.connection.execute
         execute("BEGIN IMMEDIATE")
-        execute("SELECT * FROM simstore_decisions WHERE ns_id = ? AND key = ?", (self.ns_id, key))
+        execute(
+            "SELECT key FROM simstore_decisions WHERE ns_id = ? AND key = ? UNION ALL "
+            "SELECT key FROM simstore_fingerprints WHERE ns_id = ? AND key = ?",
+            (self.ns_id, key, self.ns_id, key),
+        ).fetchall()
         execute(self.lookup, params).fetchall()
-        execute(INSERT_KEPT, kept)
-        execute(INSERT_DECISION, logged)
+        execute(INSERT_KEPT, _raw_row(self.ns_id, key, value))
         execute("COMMIT")
 
 

@@ -18,11 +18,11 @@ signed by ``simstore.batch.sign`` (the store's own plan/sign path: ``plan_items`
 preset and policy: fingerprint, normalised text of short texts, MinHash signature, band keys) in a
 pool of two worker processes, and written straight into simstore's tables in the store's own row
 format, as ``add`` would have kept them (key ``t{i}``, added at ``DAY1 + 2 days * i / N``): one
-fingerprint row each (id ``i + 1``, bands from ``Item.own_bands``), one decision row each, and
-its distinct band keys in ``simstore_minhash``, written in primary-key order after a sort. The
+fingerprint row each (id ``i + 1``, bands from ``Item.own_bands``; a kept row is its decision's
+record, so no decision rows), and its distinct band keys in ``simstore_minhash``, written in primary-key order after a sort. The
 secondary indexes are dropped and re-created from their own DDL around the load, as
 ``bench_peers.fill_direct`` does. The check: ``--check`` (200) of the texts are added through
-``SimStore.add`` into a fresh small store; their fingerprint and decision rows and the namespace
+``SimStore.add`` into a fresh small store; their fingerprint rows, decision rows (none: they are kept) and the namespace
 row must equal the filled ones column for column (ids aside), each band key they made must be in
 the filled file under the filled row's id, and the file must hold as many band keys as the fill
 wrote, or the run stops.
@@ -185,8 +185,8 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
     connection.execute("PRAGMA journal_mode=OFF")
     connection.execute("PRAGMA cache_size=-1048576")
     connection.execute("BEGIN")
-    indexes = {t: _indexes(connection, t) for t in ("simstore_fingerprints", "simstore_decisions")}
-    for name, _sql in [*indexes["simstore_fingerprints"], *indexes["simstore_decisions"]]:
+    indexes = _indexes(connection, "simstore_fingerprints")
+    for name, _sql in indexes:
         connection.execute(f"DROP INDEX {name}")
     # every band-key row as one uint64, (key + 2**31) << 32 | fp_id: sorting these in place is
     # sorting by the primary key (band_key, ns_id, fp_id) of one namespace, in 8 bytes a row
@@ -194,7 +194,6 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
     packed = np.empty(n * BANDS, dtype=np.uint64)
     band_rows = 0
     lengths, fps, digests = [], [], []
-    parts = np.empty(n, dtype=np.int64)
     started = time.perf_counter()
     signing = 0.0
     context = multiprocessing.get_context("fork")  # the workers inherit the sentence pool
@@ -205,7 +204,6 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
             count = len(chunk["fp"])
             moments = [moment(i, n) for i in range(first, first + count)]
             chunk_parts = [partition_of(m, partition_seconds) for m in moments]
-            parts[first : first + count] = chunk_parts
             connection.executemany(
                 "INSERT INTO simstore_fingerprints (id, ns_id, key, fp, b0, b1, b2, b3, "
                 f"added_at, part, text, signature) VALUES (?, {ns_id}, ?, ?, ?, ?, ?, ?, ?, ?, "
@@ -236,7 +234,7 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
                     flush=True,
                 )
         signing = time.perf_counter() - started
-    for _name, sql in indexes["simstore_fingerprints"]:
+    for _name, sql in indexes:
         connection.execute(sql)
     indexed = time.perf_counter()
     print(f"  fingerprint indexes made in {indexed - started - signing:,.0f} s", flush=True)
@@ -254,18 +252,7 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
     del packed, rows
     minhashed = time.perf_counter()
     print(f"  {band_rows:,} band-key rows sorted and written in {minhashed - indexed:,.0f} s")
-    all_fps = np.concatenate(fps)
-    for first in range(0, n, step):
-        connection.executemany(
-            "INSERT INTO simstore_decisions (id, ns_id, key, fp, decided_at, part, inserted) "
-            f"VALUES (?, {ns_id}, ?, ?, ?, ?, 1)",
-            (
-                (i + 1, f"t{i}", int(all_fps[i]), moment(i, n).strftime(SQLITE_TIME), int(parts[i]))
-                for i in range(first, min(first + step, n))
-            ),
-        )
-    for _name, sql in indexes["simstore_decisions"]:
-        connection.execute(sql)
+    all_fps = np.concatenate(fps)  # every text is kept: its row is its decision's record
     connection.execute("COMMIT")
     connection.execute("PRAGMA journal_mode=WAL")  # as simstore keeps its files
     connection.close()
@@ -282,7 +269,6 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
         "sign_and_write_rows_s": round(signing),
         "fingerprint_indexes_s": round(indexed - started - signing),
         "minhash_table_s": round(minhashed - indexed),
-        "decisions_s": round(ended - minhashed),
         "total_s": round(ended - started),
         "signed_per_s": round(n / signing),
         "workers": workers,

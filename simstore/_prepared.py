@@ -27,6 +27,7 @@ from simstore.schema import (
     band_keys_in_row,
     decisions,
     fingerprints,
+    kept_as_decisions,
     minhash_keys,
     namespaces,
 )
@@ -290,14 +291,18 @@ def id_span(dialect: sa.Dialect) -> Prepared:
 
 
 def decisions_by_key(dialect: sa.Dialect, count: int) -> Prepared:
-    """The decisions of ``count`` keys (parameters ``ns`` and ``k0``..)."""
+    """The decisions of ``count`` keys (parameters ``ns`` and ``k0``..): their rows of
+    ``simstore_decisions`` and their kept rows as decisions, in one statement."""
 
     def build() -> ClauseElement:
         names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
-        return sa.select(decisions).where(
-            decisions.c.ns_id == sa.bindparam("ns"),
-            decisions.c.key == names[0] if count == 1 else decisions.c.key.in_(names),
-        )
+
+        def of_keys(table: sa.Table) -> list[Any]:
+            keys = table.c.key == names[0] if count == 1 else table.c.key.in_(names)
+            return [table.c.ns_id == sa.bindparam("ns"), keys]
+
+        logged = sa.select(decisions).where(*of_keys(decisions))
+        return sa.union_all(logged, kept_as_decisions(*of_keys(fingerprints)))
 
     return _cached(("decisions", count), dialect, build)
 

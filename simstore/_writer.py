@@ -88,7 +88,8 @@ class Writer:
                 kept_rows.append(row)
                 if item.band_keys and not in_row:
                     signed.append((item.key, part, item.band_keys))
-            log_rows.append(_decision_row(self.ns_id, item.key, fp, moment, part, best))
+            else:  # a kept text's row is its decision's record
+                log_rows.append(_decision_row(self.ns_id, item.key, fp, moment, part, best))
             recorded = None if best is None else best.key
             decision = Decision(
                 item.key, item.fingerprint, best is None, best, tuple(matches), False, recorded
@@ -161,7 +162,7 @@ class Writer:
         prepared.insert_into(conn.dialect, minhash_keys).run_rows(conn, rows)
 
     def decisions_of(self, conn: Connection, keys: Sequence[str]) -> dict[str, DecisionRow]:
-        """The recorded decisions of these keys (as rows)."""
+        """The recorded decisions of these keys (as rows; a kept row stands for its own)."""
         found: dict[str, DecisionRow] = {}
         for chunk in chunks(sorted(set(keys)), prepared.MAX_IN):
             statement = prepared.decisions_by_key(conn.dialect, prepared.padded(len(chunk)))
@@ -201,10 +202,8 @@ def _kept(item: Item, added_at: datetime) -> Kept:
 
 
 def _decision_row(
-    ns_id: int, key: str, fp: int, moment: datetime, part: int, best: Match | None
+    ns_id: int, key: str, fp: int, moment: datetime, part: int, best: Match
 ) -> DecisionRow:
-    if best is None:
-        return DecisionRow(ns_id, key, fp, moment, part, True, None, None, None, None)
     return DecisionRow(
         ns_id, key, fp, moment, part, False, best.key, best.distance, best.measure, best.score
     )

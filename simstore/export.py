@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from simstore.encoding import from_signed, to_hex
+from simstore.schema import decision_log, fingerprints
 from simstore.schema import decisions as decisions_table
-from simstore.schema import fingerprints
 from simstore.validate import check_key
 
 if TYPE_CHECKING:
@@ -46,16 +46,13 @@ def _rows(store: SimStore, statement: sa.Select[Any]) -> Iterator[tuple[Any, ...
 
 
 def decisions(store: SimStore) -> Iterator[dict[str, Any]]:
-    """Every recorded decision of the namespace, in the order they were made."""
-    table = decisions_table
-    statement = (
-        sa.select(
-            table.c.key, table.c.fp, table.c.inserted, table.c.duplicate_of, table.c.distance,
-            table.c.measure, table.c.score, table.c.decided_at,
-        )
-        .where(table.c.ns_id == store.ns_id)
-        .order_by(table.c.id)
-    )  # fmt: skip
+    """Every recorded decision of the namespace (kept rows stand for theirs), by time; at one
+    moment the kept before the duplicates, each in the order they were written."""
+    table = decision_log(store.ns_id)
+    statement = sa.select(
+        table.c.key, table.c.fp, table.c.inserted, table.c.duplicate_of, table.c.distance,
+        table.c.measure, table.c.score, table.c.decided_at,
+    ).order_by(table.c.decided_at, sa.desc(table.c.inserted), table.c.id)  # fmt: skip
     for key, fp, inserted, duplicate_of, distance, measure, score, decided_at in _rows(
         store, statement
     ):
@@ -95,12 +92,10 @@ def clusters(store: SimStore) -> Iterator[dict[str, Any]]:
     ``keys`` starts with the cluster's kept key (absent if it was removed or purged), then its
     duplicates by key.
     """
-    table = decisions_table
+    table = decision_log(store.ns_id)
     head = sa.func.coalesce(table.c.duplicate_of, table.c.key)
-    statement = (
-        sa.select(head, table.c.key, table.c.inserted)
-        .where(table.c.ns_id == store.ns_id)
-        .order_by(head, sa.desc(table.c.inserted), table.c.key)
+    statement = sa.select(head, table.c.key, table.c.inserted).order_by(
+        head, sa.desc(table.c.inserted), table.c.key
     )
     current: str | None = None
     members: list[str] = []

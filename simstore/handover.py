@@ -3,7 +3,8 @@ so that online dedup continues from it.
 
 ``load(store, rows)`` writes what ``SimStore.add_many`` would have written for the same inputs:
 a ``simstore_fingerprints`` row (fingerprint, bands, comparison text, MinHash signature) and its
-``simstore_minhash`` band keys for every kept text, and a ``simstore_decisions`` row for every text.
+``simstore_minhash`` band keys for every kept text, and a ``simstore_decisions`` row for every
+duplicate (a kept text's row is its own record).
 So afterwards adding one of the corpus's texts again replays its decision (the key is known), and
 a new near-duplicate of a loaded kept text is found by the store's usual lookups.
 
@@ -41,6 +42,7 @@ from simstore.schema import (
     DecisionRow,
     FingerprintRow,
     band_keys_in_row,
+    decision_log,
     decisions,
     fingerprints,
     minhash_keys,
@@ -189,9 +191,8 @@ def _drop_known(conn: Connection, ns_id: int, rows: Sequence[LoadRow]) -> list[L
     keys = list(seen)
     for first in range(0, len(keys), _IN_CHUNK):
         wanted = keys[first : first + _IN_CHUNK]
-        statement = sa.select(decisions.c.key, decisions.c.fp).where(
-            decisions.c.ns_id == ns_id, decisions.c.key.in_(wanted)
-        )
+        log = decision_log(ns_id)  # kept rows and logged decisions
+        statement = sa.select(log.c.key, log.c.fp).where(log.c.key.in_(wanted))
         for key, value in conn.execute(statement):
             known[key] = from_signed(int(value))
     for key, value in known.items():
@@ -227,7 +228,8 @@ def _write(
             for band_key in row.band_keys or ()
         ]
         conn.execute(minhash_keys.insert(), [row._asdict() for row in band_rows])
-    decision_rows = [_decision_row(ns_id, row, moment, part) for row in rows]
+    # the duplicates' decisions (a kept row is its own record)
+    decision_rows = [_decision_row(ns_id, row, moment, part) for row in rows if not row.kept]
     if decision_rows:
         conn.execute(decisions.insert(), [row._asdict() for row in decision_rows])
 

@@ -92,7 +92,8 @@ def listed(bind: str | URL) -> list[NamespaceInfo]:
     with connection_for(bind) as conn:
         rows = conn.execute(statement).all()
     return [
-        NamespaceInfo(str(name), f"{preset}@{version}", int(count), int(made), created)
+        # a kept row is its own decision's record: the decisions are the kept and the logged
+        NamespaceInfo(str(name), f"{preset}@{version}", int(count), int(count) + int(made), created)
         for name, preset, version, count, made, created in rows
     ]
 

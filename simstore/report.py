@@ -27,7 +27,7 @@ from simstore._algorithms import default_normalise
 from simstore.db import redact
 from simstore.errors import InvalidInput, InvalidType
 from simstore.retention import parse_duration, utc_naive
-from simstore.schema import decisions, fingerprints
+from simstore.schema import decision_log, decisions, fingerprints
 from simstore.validate import check_int
 from simstore.verify import Item, MinHashVerification, Policy, SimHashVerification
 
@@ -308,11 +308,13 @@ class _Reader:
         return int(rows), int(with_text)
 
     def days(self, conn: Connection) -> tuple[Day, ...]:
-        day = sa.func.date(decisions.c.decided_at)
-        duplicate = sa.case((decisions.c.duplicate_of.is_not(None), 1), else_=0)
+        log = decision_log(self.ns_id)  # the kept rows stand for their decisions
+        day = sa.func.date(log.c.decided_at)
+        duplicate = sa.case((log.c.duplicate_of.is_not(None), 1), else_=0)
+        since = [] if self.start is None else [log.c.decided_at >= self.start]
         rows = conn.execute(
             sa.select(day, sa.func.count(), sa.func.sum(duplicate))
-            .where(*self._decided())
+            .where(*since)
             .group_by(day)
             .order_by(day)
         ).all()

@@ -13,7 +13,7 @@ The migrations in ``migrations/`` create exactly this schema; a test compares th
 from __future__ import annotations
 
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql
@@ -100,6 +100,8 @@ fingerprints = sa.Table(
     mysql_collate="utf8mb4_bin",
 )
 
+# The duplicates' decisions (a kept text's row in simstore_fingerprints is the record of the add
+# that kept it; rows with inserted true are older versions' kept ones): decision_log reads both.
 decisions = sa.Table(
     "simstore_decisions",
     metadata,
@@ -184,8 +186,36 @@ class FingerprintRow(NamedTuple):
     band_keys: list[int] | None  # PostgreSQL only (band_keys_in_row)
 
 
+def kept_as_decisions(*where: Any) -> sa.Select[Any]:
+    """The kept rows (``where`` on ``fingerprints``) as the decisions that kept them, in the
+    columns of ``simstore_decisions`` (the row's id, its moment as ``decided_at``)."""
+    return sa.select(
+        fingerprints.c.id,
+        fingerprints.c.ns_id,
+        fingerprints.c.key,
+        fingerprints.c.fp,
+        fingerprints.c.added_at.label("decided_at"),
+        fingerprints.c.part,
+        sa.true().label("inserted"),
+        sa.null().label("duplicate_of"),
+        sa.null().label("distance"),
+        sa.null().label("measure"),
+        sa.null().label("score"),
+    ).where(*where)
+
+
+def decision_log(ns_id: Any) -> sa.Subquery:
+    """Every decision of a namespace in the columns of ``simstore_decisions``: that table's rows
+    and each kept row as the decision that kept it (ids come from two tables: do not join on
+    them)."""
+    logged = sa.select(decisions).where(decisions.c.ns_id == ns_id)
+    kept = kept_as_decisions(fingerprints.c.ns_id == ns_id)
+    return sa.union_all(logged, kept).subquery("decision_log")
+
+
 class DecisionRow(NamedTuple):
-    """A ``simstore_decisions`` row (every column but ``id``)."""
+    """A decision as a ``simstore_decisions`` row (every column but ``id``); a kept add's is
+    its kept row (``kept_as_decisions``)."""
 
     ns_id: int
     key: str

@@ -445,7 +445,7 @@ class SimStore:
             self.namespace,
             self.preset.label,
             int(kept),
-            int(logged),
+            int(kept) + int(logged),  # a kept row is its own decision's record
             int(duplicates),
             oldest,
             newest,

@@ -97,12 +97,12 @@ def _as_datetime(value: Any) -> datetime:
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
 
 
-def audit(bind: str | Engine, namespace: str, *, cutoff: int | None = None) -> Audit:
+def audit(bind: str | Engine, namespace: str) -> Audit:
     """Read and cross-check the namespace's rows.
 
-    ``cutoff`` is a purge's partition cutoff: a purge deletes the kept rows of old partitions before
-    their decisions, so a purge that was interrupted leaves old kept decisions without their rows;
-    below ``cutoff`` that is not counted as a problem.
+    ``decisions`` holds every key's decision: the rows of ``simstore_decisions`` and each kept
+    row as the decision that kept it (a purge stopped half-way leaves duplicates' decisions
+    whose kept row has gone: not a problem, as after a removal).
     """
     engine, owned = _engine(bind)
     try:
@@ -155,19 +155,16 @@ def audit(bind: str | Engine, namespace: str, *, cutoff: int | None = None) -> A
             problems.append(f"kept row {key!r}: bands {(b0, b1, b2, b3)} do not match its fp")
         if int(part) != partition_of(_as_datetime(added_at), seconds):
             problems.append(f"kept row {key!r}: part {part} does not match {added_at}")
-    for key, value in result.kept.items():
-        row = result.decisions.get(key)
-        if row is None or not row.inserted:
-            problems.append(f"kept row {key!r} has no kept decision ({row})")
-        elif row.fingerprint != value or row.part != result.kept_part[key]:
-            problems.append(f"kept row {key!r} differs from its decision {row}")
-    for key, row in result.decisions.items():
+    logged = dict(result.decisions)
+    for key, value in result.kept.items():  # a kept row is its decision's record (0008 on)
+        part = result.kept_part[key]
+        result.decisions.setdefault(key, DecisionRow(value, True, None, None, part))
+    for key, row in logged.items():
         if row.inserted:
-            if row.duplicate_of is not None or row.distance is not None:
-                problems.append(f"kept decision {key!r} names a match: {row}")
-            if key not in result.kept and (cutoff is None or row.part >= cutoff):
-                problems.append(f"kept decision {key!r} has no kept row")
+            problems.append(f"kept decision {key!r} logged in simstore_decisions: {row}")
             continue
+        if key in result.kept:
+            problems.append(f"key {key!r} is both kept and a duplicate: {row}")
         if row.duplicate_of is None or row.distance is None:
             problems.append(f"duplicate decision {key!r} names no match: {row}")
             continue

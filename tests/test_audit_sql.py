@@ -37,13 +37,21 @@ def test_recipes_answer_the_audit_questions(engine: Engine) -> None:
     store.add(key="dup-3", fingerprint=0x0123_4567_89AB_CDEF ^ (1 << 40), at=day2)
 
     sql = recipes(engine.dialect.name)
-    assert {"rejected", "per-day", "clusters", "hex"} <= set(sql)
+    assert {"decisions", "rejected", "per-day", "clusters", "hex"} <= set(sql)
     with engine.connect() as connection:
+        decided = connection.execute(sa.text(sql["decisions"])).all()
         rejected = connection.execute(sa.text(sql["rejected"])).all()
         per_day = connection.execute(sa.text(sql["per-day"])).all()
         clusters = connection.execute(sa.text(sql["clusters"])).all()
         hexes = connection.execute(sa.text(sql["hex"])).all()
 
+    assert [(row[0], row[1], row[2]) for row in decided] == [
+        ("kept-high", "kept", None),
+        ("kept-low", "kept", None),
+        ("dup-1", "duplicate", "kept-high"),
+        ("dup-2", "duplicate", "kept-high"),
+        ("dup-3", "duplicate", "kept-low"),
+    ]
     assert [(row[0], row[1], row[2]) for row in rejected] == [
         ("dup-1", "kept-high", 2),
         ("dup-2", "kept-high", 1),

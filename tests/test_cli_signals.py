@@ -44,9 +44,15 @@ def _start(cli: Cli, *args: str, stdin: bool = False) -> subprocess.Popen[str]:
 
 
 def _decisions(cli: Cli) -> int:
+    """Records committed: the kept rows (each its decision's record) and the logged decisions."""
     try:
         with contextlib.closing(sqlite3.connect(cli.folder / "store.db", timeout=30)) as db:
-            return int(db.execute("SELECT COUNT(*) FROM simstore_decisions").fetchone()[0])
+            return int(
+                db.execute(
+                    "SELECT (SELECT COUNT(*) FROM simstore_decisions) + "
+                    "(SELECT COUNT(*) FROM simstore_fingerprints)"
+                ).fetchone()[0]
+            )
     except sqlite3.OperationalError:  # not made yet
         return 0
 

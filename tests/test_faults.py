@@ -28,7 +28,7 @@ from sqlalchemy.engine import make_url
 
 from simstore.db import create_engine_for
 from simstore.errors import DatabaseUnavailable
-from simstore.schema import decisions
+from simstore.schema import fingerprints
 from simstore.store import BatchFailed, SimStore
 from tests._workers import (
     PASSWORD,
@@ -94,11 +94,13 @@ def _admin(url: str) -> Iterator[sa.Connection]:
 
 
 @contextlib.contextmanager
-def _uncommitted_decision(url: str, namespace: str, key: str) -> Iterator[None]:
-    """Another transaction holds an uncommitted decision for ``key``.
+def _uncommitted_kept_row(url: str, namespace: str, key: str) -> Iterator[None]:
+    """Another transaction holds an uncommitted kept row for ``key``.
 
-    An add of ``key`` does not see it (READ COMMITTED), writes its kept row, then waits for this
-    transaction at its own decision row: killed there, it has half of its rows written.
+    An add of ``key`` does not see it (READ COMMITTED), writes what comes before its kept row (the
+    namespace's flag for unsigned rows; with add_many, the batch's other rows in the same
+    statement), then waits for this transaction at its own kept row: killed there, it has half of
+    its rows written.
     """
     engine = sa.create_engine(url)
     try:
@@ -107,8 +109,8 @@ def _uncommitted_decision(url: str, namespace: str, key: str) -> Iterator[None]:
                 sa.text("SELECT id FROM simstore_namespaces WHERE name = :ns"), {"ns": namespace}
             ).scalar_one()
             conn.execute(
-                sa.insert(decisions).values(
-                    ns_id=ns_id, key=key, fp=0, decided_at=START, part=0, inserted=True
+                sa.insert(fingerprints).values(
+                    ns_id=ns_id, key=key, fp=0, b0=0, b1=0, b2=0, b3=0, added_at=START, part=0
                 )
             )
             try:
@@ -198,7 +200,7 @@ def test_a_connection_killed_in_the_middle_of_an_add_writes_nothing(
         def call() -> object:
             return list(store.add_many(items, batch_size=1_000))
 
-    with _uncommitted_decision(server_url, namespace, last["key"]):
+    with _uncommitted_kept_row(server_url, namespace, last["key"]):
         error = _killed_while_waiting(server_url, call)
     if operation == "add":
         assert isinstance(error, DatabaseUnavailable), error
