@@ -42,7 +42,6 @@ from simstore.schema import (
     DecisionRow,
     FingerprintRow,
     band_keys_in_row,
-    decision_log,
     decisions,
     fingerprints,
     minhash_keys,
@@ -191,10 +190,12 @@ def _drop_known(conn: Connection, ns_id: int, rows: Sequence[LoadRow]) -> list[L
     keys = list(seen)
     for first in range(0, len(keys), _IN_CHUNK):
         wanted = keys[first : first + _IN_CHUNK]
-        log = decision_log(ns_id)  # kept rows and logged decisions
-        statement = sa.select(log.c.key, log.c.fp).where(log.c.key.in_(wanted))
-        for key, value in conn.execute(statement):
-            known[key] = from_signed(int(value))
+        for table in (fingerprints, decisions):  # a kept row is its own decision's record
+            statement = sa.select(table.c.key, table.c.fp).where(
+                table.c.ns_id == ns_id, table.c.key.in_(wanted)
+            )
+            for key, value in conn.execute(statement):
+                known[key] = from_signed(int(value))
     for key, value in known.items():
         if value != seen[key]:
             raise KeyConflict(
