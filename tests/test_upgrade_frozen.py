@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
@@ -215,3 +216,48 @@ def test_frozen_rows_on_a_server_are_upgraded_and_keep_matching(
     assert migrate.current(url) == migrate.head()
     signed_rows_as_made_now(url, manifest)
     check_frozen(url, manifest)
+
+
+def _decision_rows(url: str) -> dict[str, tuple[bool, str | None]]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text("SELECT key, inserted, duplicate_of FROM simstore_decisions")
+            ).all()
+    finally:
+        engine.dispose()
+    return {key: (bool(inserted), duplicate_of) for key, inserted, duplicate_of in rows}
+
+
+def test_0008_drops_the_kept_decisions_of_kept_rows_keeps_the_rest_and_downgrades(
+    tmp_path: Path,
+) -> None:
+    manifest_path = next(path for path in FROZEN if path.stem == "0007_minhash_compact")
+    manifest = _manifest(manifest_path)
+    url = _copy(tmp_path, manifest_path)
+    items = [item for namespace in manifest["namespaces"] for item in namespace["items"]]
+    kept = sorted(item["key"] for item in items if item["inserted"])
+    duplicates = {item["key"]: item["duplicate_of"] for item in items if not item["inserted"]}
+    assert kept and duplicates
+    before = _decision_rows(url)
+    assert {key for key, (inserted, _match) in before.items() if inserted} == set(kept)
+    # a kept decision whose kept row has gone (an older version's purge stopped half-way)
+    orphan = kept[0]
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM simstore_fingerprints WHERE key = :k"), {"k": orphan})
+    engine.dispose()
+
+    migrate.upgrade(url, "0008_no_kept_decisions")
+    after = _decision_rows(url)
+    assert after == {orphan: (True, None), **{k: (False, d) for k, d in duplicates.items()}}
+
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        config = migrate._config(conn)
+        command.downgrade(config, "0007_minhash_compact")
+        conn.commit()
+    engine.dispose()
+    assert migrate.current(url) == "0007_minhash_compact"
+    assert _decision_rows(url) == before  # every kept row has its kept decision again
