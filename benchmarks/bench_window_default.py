@@ -19,13 +19,13 @@ preset and policy: fingerprint, normalised text of short texts, MinHash signatur
 pool of two worker processes, and written straight into simstore's tables in the store's own row
 format, as ``add`` would have kept them (key ``t{i}``, added at ``DAY1 + 2 days * i / N``): one
 fingerprint row each (id ``i + 1``, bands from ``Item.own_bands``; a kept row is its decision's
-record, so no decision rows), and its distinct band keys in ``simstore_minhash``, written in primary-key order after a sort. The
-secondary indexes are dropped and re-created from their own DDL around the load, as
-``bench_peers.fill_direct`` does. The check: ``--check`` (200) of the texts are added through
-``SimStore.add`` into a fresh small store; their fingerprint rows, decision rows (none: they are kept) and the namespace
-row must equal the filled ones column for column (ids aside), each band key they made must be in
-the filled file under the filled row's id, and the file must hold as many band keys as the fill
-wrote, or the run stops.
+record, so there are no decision rows), and its distinct band keys in ``simstore_minhash``,
+written in primary-key order after a sort. The secondary indexes are dropped and re-created from
+their own DDL around the load, as ``bench_peers.fill_direct`` does. The check: ``--check`` (200)
+of the texts are added through ``SimStore.add`` into a fresh small store; their fingerprint rows,
+their decision rows (none: they are kept) and the namespace row must equal the filled ones column
+for column (ids aside), each band key they made must be in the filled file under the filled row's
+id, and the file must hold as many band keys as the fill wrote, or the run stops.
 
 The timing, through ``SimStore(url, keep="2d")`` with the default policy at the end of day 2
 (in this process, after the load average is printed): ``query`` with text and ``add`` with text,
@@ -35,9 +35,10 @@ cold (the file dropped from the OS page cache with ``posix_fadvise(DONTNEED)``) 
 read into it, as a long-running service's would be). Then bytes per kept text (``dbstat``, by
 table and index), the process's memory, and ``purge`` at the end of day 3 (day 1 goes) in a child
 process stopped after ``--purge-minutes`` (``bench_window.timed_purge``), with its rate and what
-the whole day would take. 50M texts need ~68 GiB for the file and as much again for the WAL of
-the one-transaction fill. The adds and the purge change the file: the next run rebuilds it
-(``--no-purge`` keeps the purge out).
+the whole day would take. 50M texts need ~38 GiB for the file (revision 0008), ~10 GB of memory
+for the fill's band-key rows and 2 hours or more of signing on two cores; the load runs without a
+journal. The fill runs in a child process, so the memory printed is the store's. The adds and the
+purge change the file: the next run rebuilds it (``--no-purge`` keeps the purge out).
 """
 
 from __future__ import annotations
