@@ -201,11 +201,12 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     if band_keys_in_row(conn.dialect):
         return sum(map(len, held))
     if conn.dialect.name == "sqlite":  # in-process: an executemany of primary keys is cheapest
-        params = [
+        # in primary-key order: the batch's deletes then walk the B-tree once, left to right
+        params = sorted(
             (key, ns, row_id)
             for (row_id, ns, _signature), row_keys in zip(signed, held, strict=True)
-            for key in sorted(row_keys)
-        ]
+            for key in row_keys
+        )
         prepared.delete_band_key(conn.dialect).run_rows(conn, params)
         return len(params)
     # a server: executemany of DELETE is a round trip a row (PyMySQL), so many rows a statement
