@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from simstore import _prepared as prepared
 from simstore import minhash
+from simstore._finder import padded_params
 from simstore.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
 from simstore.errors import InvalidInput, InvalidType, KeyConflict
 from simstore.locking import lock_for_write
@@ -190,12 +192,10 @@ def _drop_known(conn: Connection, ns_id: int, rows: Sequence[LoadRow]) -> list[L
     keys = list(seen)
     for first in range(0, len(keys), _IN_CHUNK):
         wanted = keys[first : first + _IN_CHUNK]
-        for table in (fingerprints, decisions):  # a kept row is its own decision's record
-            statement = sa.select(table.c.key, table.c.fp).where(
-                table.c.ns_id == ns_id, table.c.key.in_(wanted)
-            )
-            for key, value in conn.execute(statement):
-                known[key] = from_signed(int(value))
+        # the store's own lookup of recorded decisions (logged ones and kept rows), as add's
+        statement = prepared.decisions_by_key(conn.dialect, prepared.padded(len(wanted)))
+        for row in statement.run(conn, {"ns": ns_id, **padded_params("k", wanted)}):
+            known[row[2]] = from_signed(int(row[3]))  # (id, ns_id, key, fp, ...)
     for key, value in known.items():
         if value != seen[key]:
             raise KeyConflict(
