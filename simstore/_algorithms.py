@@ -364,13 +364,52 @@ _WORD_RUNS = re.compile(r"\w+")
 _SEED = 0x5EED5EED5EED5EED
 
 
+_NUMPY_FROM = 400  # characters from which the numpy word filter beats the regex (2x at 1,000)
+
+
 def default_normalise(text: str) -> str:
     """NFKC, casefold, then the runs of word characters joined by single spaces."""
-    return " ".join(_WORD_RUNS.findall(unicodedata.normalize("NFKC", text).casefold()))
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if len(folded) >= _NUMPY_FROM and "\x00" not in folded:
+        return _words_joined(folded).strip(" ")  # the same words, each run of others one space
+    return " ".join(_WORD_RUNS.findall(folded))
 
 
-_NOT_WORD_OR_NUL = re.compile(r"[^\w\x00]+")
 _normalise_recent = lru_cache(maxsize=8)(default_normalise)
+_SPACE = np.uint32(0x20)
+_NOT_WORD = re.compile(r"\W")
+_NOT_WORD_OR_NUL = re.compile(r"[^\w\x00]+")
+# the word table covers the code points below this (up to CJK Extension H); past it nearly
+# nothing is assigned, and a text that reaches there is filtered by ``re`` itself
+_TABLE_END = 0x32400
+
+
+@lru_cache(maxsize=1)
+def _word_or_space() -> npt.NDArray[np.uint32]:
+    """Each code point below _TABLE_END mapped to itself when ``re``'s ``\\w`` matches it (or it
+    is NUL), to a space otherwise. Made by ``re`` itself, once a process (~20 ms)."""
+    every = "".join(map(chr, range(_TABLE_END)))
+    marked = _NOT_WORD.sub("\x00", every)  # NUL stands for "not a word character" here
+    points = np.arange(_TABLE_END, dtype=np.uint32)
+    word = np.frombuffer(marked.encode("utf-32-le", "surrogatepass"), dtype="<u4") != 0
+    word[0] = True
+    table: npt.NDArray[np.uint32] = np.where(word, points, _SPACE)
+    return table
+
+
+def _words_joined(text: str) -> str:
+    """``re.sub(r"[^\\w\\x00]+", " ", text)``: each run of characters that are neither word
+    characters nor NUL made one space, by a table lookup in numpy (2.5x faster on a batch)."""
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    if len(points) == 0 or int(points.max()) >= _TABLE_END:
+        return _NOT_WORD_OR_NUL.sub(" ", text)
+    mapped = _word_or_space()[points]
+    space = mapped == _SPACE
+    kept = np.empty(len(space), dtype=bool)
+    kept[0] = True
+    np.logical_not(space[1:] & space[:-1], out=kept[1:])  # a space right after one goes
+    joined: str = mapped[kept].tobytes().decode("utf-32-le", "surrogatepass")
+    return joined
 
 
 def default_normalise_many(texts: Sequence[str]) -> list[str]:
@@ -403,7 +442,7 @@ def default_normalise_many(texts: Sequence[str]) -> list[str]:
             else unicodedata.normalize("NFKC", piece)
             for piece in joined.split("\x00")
         )
-    words = _NOT_WORD_OR_NUL.sub(" ", joined.casefold())
+    words = _words_joined(joined.casefold())
     return [piece.strip(" ") for piece in words.split("\x00")]
 
 

@@ -25,7 +25,10 @@ from hypothesis import strategies as st
 import simstore
 from simstore import InvalidInput, SimstoreError, fingerprint, fingerprint_many, hamming
 from simstore._algorithms import (
+    _TABLE_END,
     _md5_low64_windows,
+    _word_or_space,
+    _words_joined,
     default_normalise,
     default_normalise_many,
     jieba_keywords,
@@ -502,6 +505,40 @@ def test_default_batch_with_a_text_longer_than_a_chunk() -> None:
 @given(st.lists(st.one_of(MIXED, st.text(ODD, max_size=8)), max_size=8))
 def test_batched_normalisation_equals_the_per_text_definition(texts: list[str]) -> None:
     assert default_normalise_many(texts) == [default_normalise(t) for t in texts]
+
+
+def normalise_reference(text: str) -> str:
+    """The definition of simstore's normalisation, with ``re`` alone."""
+    return " ".join(re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold()))
+
+
+LONG_TEXTS = st.lists(MIXED, min_size=8, max_size=30).map("".join)  # past the numpy filter's 400
+
+
+@SETTINGS
+@given(LONG_TEXTS)
+@example("x" * 500 + "\U000e0041" + " y" * 300)  # a character past the word table: re filters
+@example("ab \x00 cd " * 100)  # NUL is a word character to the batched filter, not here
+def test_normalising_a_long_text_follows_the_definition(text: str) -> None:
+    assert default_normalise(text) == normalise_reference(text)
+    assert default_normalise_many([text, text[::-1]]) == [
+        normalise_reference(text),
+        normalise_reference(text[::-1]),
+    ]
+
+
+@SETTINGS
+@given(st.one_of(MIXED, LONG_TEXTS))
+def test_the_numpy_word_filter_is_the_regex_one(text: str) -> None:
+    assert _words_joined(text) == re.sub(r"[^\w\x00]+", " ", text)
+
+
+def test_the_word_table_says_what_re_says_of_every_code_point_it_covers() -> None:
+    table = _word_or_space()
+    assert len(table) == _TABLE_END
+    for point in range(_TABLE_END):
+        word = point == 0 or re.fullmatch(r"\w", chr(point)) is not None
+        assert (table[point] == point) if word else (table[point] == 0x20), hex(point)
 
 
 def test_fullwidth_folding_is_what_nfkc_does_to_each_character() -> None:
