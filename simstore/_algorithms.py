@@ -387,7 +387,8 @@ _TABLE_END = 0x32400
 @lru_cache(maxsize=1)
 def _word_or_space() -> npt.NDArray[np.uint32]:
     """Each code point below _TABLE_END mapped to itself when ``re``'s ``\\w`` matches it (or it
-    is NUL), to a space otherwise. Made by ``re`` itself, once a process (~20 ms)."""
+    is NUL), to a space otherwise. Made by ``re`` itself, once a process (~50 ms, at its first
+    batch or long text)."""
     every = "".join(map(chr, range(_TABLE_END)))
     marked = _NOT_WORD.sub("\x00", every)  # NUL stands for "not a word character" here
     points = np.arange(_TABLE_END, dtype=np.uint32)
