@@ -7,6 +7,7 @@ All scores lie in [0, 1], 1 meaning identical. Texts are compared after the defa
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import re
 from collections import Counter
@@ -25,21 +26,39 @@ def _text(value: object, normalise: bool) -> str:
     return default_normalise(value) if normalise else value
 
 
+_SLICED_GRAMS = 1024  # texts of up to this many n-grams take them through prepared slices
+
+
+@functools.lru_cache(maxsize=8)
+def _gram_slices(n: int) -> list[slice]:
+    return [slice(i, i + n) for i in range(_SLICED_GRAMS)]
+
+
 def char_ngrams(text: str, n: int = 3) -> set[str]:
     """The set of character n-grams of ``text`` (the whole text when it is shorter than n)."""
     if n < 1:
         raise InvalidInput(f"n must be at least 1, got {n}")
     if len(text) <= n:
         return {text} if text else set()
-    return {text[i : i + n] for i in range(len(text) - n + 1)}
+    count = len(text) - n + 1
+    if count <= _SLICED_GRAMS:
+        # ~3x faster than the comprehension below: a short text's exact check runs once for
+        # each of its candidates, and a short text can have thousands
+        return set(map(text.__getitem__, _gram_slices(n)[:count]))
+    return {text[i : i + n] for i in range(count)}
 
 
 def jaccard(a: str, b: str, *, n: int = 3, normalise: bool = True) -> float:
     """Jaccard similarity of the character n-gram sets of two texts (two empty texts score 1)."""
-    left, right = char_ngrams(_text(a, normalise), n), char_ngrams(_text(b, normalise), n)
+    return jaccard_of_sets(char_ngrams(_text(a, normalise), n), char_ngrams(_text(b, normalise), n))
+
+
+def jaccard_of_sets(left: set[str], right: set[str]) -> float:
+    """Jaccard similarity of two sets (two empty sets score 1); the union is counted, not built."""
     if not left and not right:
         return 1.0
-    return len(left & right) / len(left | right)
+    shared = len(left & right)
+    return shared / (len(left) + len(right) - shared)
 
 
 def cosine_vectors(a: Sequence[float], b: Sequence[float]) -> float:

@@ -36,7 +36,14 @@ from simstore._algorithms import default_normalise, default_normalise_many
 from simstore.encoding import bands
 from simstore.errors import InvalidInput, InvalidType
 from simstore.results import Match
-from simstore.similarity import cosine, edit_ratio, jaccard, replacements
+from simstore.similarity import (
+    char_ngrams,
+    cosine,
+    edit_ratio,
+    jaccard,
+    jaccard_of_sets,
+    replacements,
+)
 from simstore.validate import check_fraction, check_int
 
 Measure = Literal["jaccard", "cosine", "edit"]
@@ -80,6 +87,23 @@ def _score(measure: Measure, a: str, b: str) -> float:
     if measure == "cosine":
         return cosine(a, b, unit="char", normalise=False)
     return edit_ratio(a, b, normalise=False)
+
+
+class _Scores:
+    """A measure between normalised texts that makes the n-grams of a first text once, however
+    often it is compared: one short text can have thousands of candidates in a call."""
+
+    def __init__(self, measure: Measure) -> None:
+        self.measure = measure
+        self._grams: dict[str, set[str]] = {}
+
+    def __call__(self, a: str, b: str) -> float:
+        if self.measure != "jaccard":
+            return _score(self.measure, a, b)
+        grams = self._grams.get(a)
+        if grams is None:
+            grams = self._grams[a] = char_ngrams(a, 3)
+        return jaccard_of_sets(grams, char_ngrams(b, 3))
 
 
 def _check_measure(measure: object) -> None:
@@ -380,17 +404,26 @@ class MinHashVerification(Policy):
             else:
                 out.append(self.confirm(a, b, max_distance))
         if signed:
+            scores = _Scores(self.measure)
             left = np.frombuffer(b"".join(items[i].signature or b"" for i in signed), np.uint8)
             right = np.frombuffer(b"".join(kept[i].signature or b"" for i in signed), np.uint8)
             equal = (left == right).reshape(len(signed), minhash.VALUES).sum(axis=1)
             for i, count in zip(signed, equal.tolist(), strict=True):
                 a, b = items[i], kept[i]
                 distance = (a.fingerprint ^ b.fingerprint).bit_count()
-                out[i] = self._decide(a, b, distance, minhash.jaccard(count))
+                out[i] = self._decide(a, b, distance, minhash.jaccard(count), scores)
         return out
 
-    def _decide(self, item: Item, kept: Kept, distance: int, estimate: float) -> Match | None:
-        """The rule once both sides are signed: estimate for long texts, exact for short ones."""
+    def _decide(
+        self,
+        item: Item,
+        kept: Kept,
+        distance: int,
+        estimate: float,
+        scores: Callable[[str, str], float] | None = None,
+    ) -> Match | None:
+        """The rule once both sides are signed: estimate for long texts, exact for short ones
+        (``scores``: the measure, if given, else ``score``)."""
         if item.text is None or kept.text is None:  # not both short: the estimate decides
             least = self.long_threshold
             if item.mostly_cjk and self.cjk_long_threshold is not None:
@@ -402,7 +435,7 @@ class MinHashVerification(Policy):
             )
         if estimate < self.prefilter:
             return None
-        score = self.score(item.text, kept.text)
+        score = (scores or self.score)(item.text, kept.text)
         if score < self.threshold or self._lookalike(item.text, kept.text):
             return None
         return Match(

@@ -5,11 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from simstore.errors import InvalidInput
-from simstore.similarity import char_ngrams, cosine, cosine_vectors, edit_ratio, jaccard
+from simstore.similarity import (
+    char_ngrams,
+    cosine,
+    cosine_vectors,
+    edit_ratio,
+    jaccard,
+    jaccard_of_sets,
+)
 
 Measure = Callable[[str, str], float]
 MEASURES: dict[str, Measure] = {
@@ -87,6 +94,24 @@ def test_known_values() -> None:
     assert edit_ratio("kitten", "sitting") == pytest.approx(1 - 3 / 7)
     assert cosine_vectors((1, 0), (0, 1)) == 0.0
     assert cosine_vectors((0, 0), (1, 1)) == 0.0  # a zero vector has no direction
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.sampled_from("ab中文 "), max_size=1100) | TEXTS, st.integers(1, 7))
+@example("ab中文 x" * 200, 3)  # 1,200 characters: past the prepared slices
+@example("ab中文 x" * 200, 1)
+def test_char_ngrams_equal_their_definition(text: str, n: int) -> None:
+    # the definition, written out: char_ngrams takes prepared slices up to 1,024 grams
+    expected = {text[i : i + n] for i in range(len(text) - n + 1)} if len(text) > n else {text}
+    assert char_ngrams(text, n) == (expected if text else set())
+
+
+@given(TEXTS, TEXTS)
+def test_jaccard_of_sets_counts_the_union_it_does_not_build(a: str, b: str) -> None:
+    left, right = char_ngrams(a, 3), char_ngrams(b, 3)
+    expected = len(left & right) / len(left | right) if left or right else 1.0
+    assert jaccard_of_sets(left, right) == expected
+    assert jaccard(a, b, normalise=False) == expected
 
 
 @pytest.mark.parametrize("name", MEASURES)
