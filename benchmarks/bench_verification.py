@@ -125,7 +125,8 @@ def fill(path: Path, texts: list[str]) -> None:
         connection.execute("BEGIN")
         connection.executemany(
             "INSERT INTO simstore_fingerprints (id, ns_id, key, fp, b0, b1, b2, b3, added_at, "
-            "part, text, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "part, text, signature, simhash_indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "0)",  # signed: found by band keys, not in the SimHash band indexes
             rows,
         )
         connection.executemany(

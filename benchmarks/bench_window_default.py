@@ -207,8 +207,8 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
             chunk_parts = [partition_of(m, partition_seconds) for m in moments]
             connection.executemany(
                 "INSERT INTO simstore_fingerprints (id, ns_id, key, fp, b0, b1, b2, b3, "
-                f"added_at, part, text, signature) VALUES (?, {ns_id}, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?)",
+                f"added_at, part, text, signature, simhash_indexed) VALUES (?, {ns_id}, ?, ?, "
+                "?, ?, ?, ?, ?, ?, ?, ?, 0)",  # signed: not in the SimHash band indexes
                 (
                     (i + 1, f"t{i}", fp, *bands, m.strftime(SQLITE_TIME), part, text, signature)
                     for i, fp, bands, m, part, text, signature in zip(

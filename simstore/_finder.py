@@ -171,29 +171,12 @@ class Finder:
         inside an add)."""
         if len(items) == 1:
             return [self._find_one(conn, items[0], moments[0], rule, fresh)]
-        # A signed item finds signed rows through their band keys (SimHash adds nothing measurable
-        # there: benchmarks/quality), so it looks up SimHash bands only for unsigned rows.
-        signed_only = any(item.band_keys for item in items) and not self._has_unsigned_rows(
-            conn, fresh
-        )
-        searching = [not (signed_only and item.band_keys) for item in items]
-        plans = {radius: self.uses_pairs(conn, radius) for radius in {i.radius for i in items}}
-        by_pairs = [plans[item.radius] for item in items]
-        per_band: list[set[int]] = [set() for _ in range(BAND_COUNT)]
-        for item, pairs, search in zip(items, by_pairs, searching, strict=True):
-            if not search or pairs:
-                continue
-            for band, values in band_values(item.fingerprint, item.radius, item.own_bands).items():
-                per_band[band].update(values)
+        # Only rows kept without a signature are found by SimHash bands (Policy.by_radius; signed
+        # ones by their band keys): a signed batch skips them while the namespace holds none.
         params = self._window_params(min(moments))
-        stored = {
-            row_id: value & MASK64 for row_id, value in self._band_rows(conn, per_band, params)
-        }
-        for item, pairs, search in zip(items, by_pairs, searching, strict=True):
-            if search and pairs:
-                for row_id, value in self._pair_rows(conn, item, params):
-                    stored[row_id] = value & MASK64
-        near_ids = self._near(items, stored)
+        near_ids: list[set[int]] = [set() for _ in items]
+        if self._searches_bands(conn, items, fresh):
+            near_ids = self._near(items, self._simhash_rows(conn, items, params))
         by_keys: list[set[int]] = [set() for _ in items]
         if any(item.band_keys for item in items):
             by_keys = self._lsh_candidates(conn, items, params, rule.policy)
@@ -202,6 +185,33 @@ class Finder:
             self._matches(item, moment, near, keyed, details, rule)
             for item, moment, near, keyed in zip(items, moments, near_ids, by_keys, strict=True)
         ]
+
+    def _searches_bands(self, conn: Connection, items: Sequence[Item], fresh: bool) -> bool:
+        """Whether SimHash band lookups may find rows for ``items``: some item is unsigned (a
+        fingerprint), or the namespace holds unsigned rows (the only rows bands find)."""
+        if not all(item.band_keys for item in items):
+            return True
+        return self._has_unsigned_rows(conn, fresh)
+
+    def _simhash_rows(
+        self, conn: Connection, items: Sequence[Item], params: Mapping[str, Any]
+    ) -> dict[int, int]:
+        """id -> unsigned fingerprint of the rows the items' SimHash band lookups find."""
+        plans = {radius: self.uses_pairs(conn, radius) for radius in {i.radius for i in items}}
+        per_band: list[set[int]] = [set() for _ in range(BAND_COUNT)]
+        for item in items:
+            if not plans[item.radius]:
+                probe = band_values(item.fingerprint, item.radius, item.own_bands)
+                for band, values in probe.items():
+                    per_band[band].update(values)
+        stored = {
+            row_id: value & MASK64 for row_id, value in self._band_rows(conn, per_band, params)
+        }
+        for item in items:
+            if plans[item.radius]:
+                for row_id, value in self._pair_rows(conn, item, params):
+                    stored[row_id] = value & MASK64
+        return stored
 
     def _find_one(
         self, conn: Connection, item: Item, moment: datetime, rule: Rule, fresh: bool
@@ -212,7 +222,7 @@ class Finder:
         """
         params = self._window_params(moment)
         near: set[int] = set()
-        if not (item.band_keys and not self._has_unsigned_rows(conn, fresh)):
+        if self._searches_bands(conn, [item], fresh):
             if self.uses_pairs(conn, item.radius):
                 rows = self._pair_rows(conn, item, params)
             elif item.radius <= EXACT_BAND_RADIUS:  # equality on bands 0..r: one statement

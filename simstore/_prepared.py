@@ -32,6 +32,8 @@ from simstore.schema import (
     namespaces,
 )
 
+# every SimHash band lookup names the band indexes' predicate, so that the planner may use them
+SIMHASH_FINDABLE = fingerprints.c.simhash_indexed == sa.true()
 MAX_IN = 4096  # values per IN list (SQLite allows 32766 parameters, the servers 65535)
 _CACHE_LIMIT = 512
 
@@ -163,7 +165,7 @@ def candidate_lookup(
             names: list[Any] = [sa.bindparam(f"v{i}_{j}") for j in range(count)]
             condition = column == names[0] if count == 1 else column.in_(names)
             query = sa.select(fingerprints.c.id, fingerprints.c.fp).where(
-                fingerprints.c.ns_id == sa.bindparam("ns"), condition
+                fingerprints.c.ns_id == sa.bindparam("ns"), condition, SIMHASH_FINDABLE
             )
             if windowed:
                 query = query.where(fingerprints.c.part >= sa.bindparam("cutoff"))
@@ -189,7 +191,7 @@ def pair_lookup(
 
         def select(condition: Any) -> None:
             query = sa.select(fingerprints.c.id, fingerprints.c.fp).where(
-                condition, fingerprints.c.ns_id == sa.bindparam("ns")
+                condition, fingerprints.c.ns_id == sa.bindparam("ns"), SIMHASH_FINDABLE
             )
             if windowed:
                 query = query.where(fingerprints.c.part >= sa.bindparam("cutoff"))

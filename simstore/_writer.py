@@ -84,6 +84,7 @@ class Writer:
                 row = FingerprintRow(
                     self.ns_id, item.key, fp, *item.own_bands, moment, part, item.text,
                     item.signature, list(item.band_keys) if in_row and item.band_keys else None,
+                    item.signature is None,
                 )  # fmt: skip
                 kept_rows.append(row)
                 if item.band_keys and not in_row:

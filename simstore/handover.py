@@ -242,8 +242,9 @@ def _fingerprint_row(
     fp = to_signed(row.fingerprint)
     keys = list(row.band_keys) if keys_in_row and row.band_keys else None
     return FingerprintRow(
-        ns_id, row.key, fp, b0, b1, b2, b3, moment, part, row.text, row.signature, keys
-    )
+        ns_id, row.key, fp, b0, b1, b2, b3, moment, part, row.text, row.signature, keys,
+        row.signature is None,
+    )  # fmt: skip
 
 
 def _decision_row(ns_id: int, row: LoadRow, moment: datetime, part: int) -> DecisionRow:

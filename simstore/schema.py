@@ -38,6 +38,27 @@ BandKeyArray = sa.LargeBinary().with_variant(postgresql.ARRAY(sa.Integer()), "po
 
 BAND_COLUMNS = ("b0", "b1", "b2", "b3")
 
+# The SimHash band indexes of simstore_fingerprints: (name, columns, dialect options).
+# Covering: a band lookup, its window filter and the fingerprint come from the index alone. b0
+# and b2 lead the pairs (b0, b1) and (b2, b3): one index serves both a 16-bit band lookup and a
+# 32-bit pair lookup (simstore.probes, the pair plan). Partial (SQLite, PostgreSQL: MySQL has no
+# partial indexes, so there they hold every row): only rows with ``simhash_indexed``, and that
+# column is in the index because SQLite answers from a partial index alone only when every
+# column the query names is in it.
+SIMHASH_INDEXED = "simhash_indexed"
+SIMHASH_BAND_INDEXES: tuple[tuple[str, tuple[str, ...], dict[str, Any]], ...] = tuple(
+    (
+        f"ix_simstore_fingerprints_{'_'.join(bands)}",
+        (*bands, "ns_id", "part", "fp", SIMHASH_INDEXED),
+        {
+            "postgresql_include": ["id"],
+            "sqlite_where": sa.text(f"{SIMHASH_INDEXED} = 1"),
+            "postgresql_where": sa.text(SIMHASH_INDEXED),
+        },
+    )
+    for bands in (("b0", "b1"), ("b1",), ("b2", "b3"), ("b3",))
+)
+
 namespaces = sa.Table(
     "simstore_namespaces",
     metadata,
@@ -80,21 +101,11 @@ fingerprints = sa.Table(
     sa.Column("signature", sa.LargeBinary, nullable=True),
     # PostgreSQL: the signature's distinct band keys (integer[], GIN-indexed), else NULL
     sa.Column("band_keys", BandKeyArray, nullable=True),
+    # whether SimHash band lookups find the row: exactly the rows without a signature (a signed
+    # row is found by its MinHash band keys), so that the band indexes hold no signed row
+    sa.Column("simhash_indexed", sa.Boolean, nullable=False, server_default=sa.true()),
     sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
-    *(
-        # covering: a band lookup, its window filter and the fingerprint come from the index alone.
-        # b0 and b2 lead the pairs (b0, b1) and (b2, b3): one index serves both a 16-bit band
-        # lookup and a 32-bit pair lookup (simstore.probes, the pair plan).
-        sa.Index(
-            f"ix_simstore_fingerprints_{'_'.join(columns)}",
-            *columns,
-            "ns_id",
-            "part",
-            "fp",
-            postgresql_include=["id"],
-        )
-        for columns in (("b0", "b1"), ("b1",), ("b2", "b3"), ("b3",))
-    ),
+    *(sa.Index(name, *columns, **options) for name, columns, options in SIMHASH_BAND_INDEXES),
     sa.Index("ix_simstore_fingerprints_part", "part", "ns_id"),
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",
@@ -184,6 +195,7 @@ class FingerprintRow(NamedTuple):
     text: str | None
     signature: bytes | None
     band_keys: list[int] | None  # PostgreSQL only (band_keys_in_row)
+    simhash_indexed: bool  # signature is None
 
 
 def kept_as_decisions(*where: Any) -> sa.Select[Any]:

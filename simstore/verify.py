@@ -146,8 +146,10 @@ class Policy(ABC):
     @staticmethod
     def by_radius(item: Item, signature: bytes | None) -> bool:
         """Whether a kept row with this signature is a candidate of ``item`` by SimHash radius:
-        not when both are signed, since two signed texts are candidates by their band keys only."""
-        return not (item.band_keys and signature is not None)
+        only when it has none. A signed row is found by its MinHash band keys alone, so the
+        SimHash band indexes leave it out (``schema.SIMHASH_BAND_INDEXES``): a fingerprint, which
+        has no band keys, meets only the rows kept without a signature."""
+        return signature is None
 
     def min_shared(self, item: Item) -> int:
         """How many band keys a kept text must share with ``item`` to be its candidate."""

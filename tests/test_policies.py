@@ -137,7 +137,12 @@ def test_candidates_by_band_keys_or_by_radius() -> None:
     far = (long_a.fingerprint ^ long_b.fingerprint).bit_count() > 3
     assert not far or not policy.is_candidate(long_b, long_a, 1)  # a long text needs two
     unsigned = Item("u", b.fingerprint ^ 1, None, 3)  # a bare fingerprint, one bit away
-    assert policy.is_candidate(unsigned, b, 0)  # unsigned: the SimHash radius
+    bare = Item("v", b.fingerprint ^ 2, None, 3)  # a row kept from a fingerprint
+    assert policy.is_candidate(unsigned, bare, 0)  # two unsigned: the SimHash radius
+    assert policy.is_candidate(b, bare, 0)  # a text meets an unsigned row by radius too
+    # a signed row is found by its band keys only (not in the SimHash band indexes): a bare
+    # fingerprint, which has none, never meets it, however near
+    assert not policy.is_candidate(unsigned, b, 0)
 
 
 def test_invalid_policy_options_are_refused_with_simstore_errors() -> None:

@@ -23,6 +23,7 @@ from simstore.errors import (
     KeyConflict,
     PresetMismatch,
 )
+from simstore.schema import fingerprints
 from simstore.store import BatchFailed, SimStore
 from simstore.verify import SimHashOnly
 from tests.conftest import StoreFactory
@@ -217,12 +218,32 @@ def test_missing_sqlite_folder_is_a_clear_error(tmp_path: object) -> None:
 
 
 def test_query_accepts_text_and_matches_fingerprint_path(make_store: StoreFactory) -> None:
-    store = make_store()
+    store = make_store(policy="simhash")
     store.add(LONG_ZH, key="a")
     by_text = store.query(LONG_ZH_EDIT)
     by_value = store.query(fingerprint=fingerprint(LONG_ZH_EDIT))
     assert [m.key for m in by_text] == [m.key for m in by_value] == ["a"]
     assert store.query(OTHER) == []
+
+
+def test_a_signed_row_is_found_by_its_text_and_a_fingerprint_row_by_its_value(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    store = make_store()  # the default policy signs every text it keeps
+    store.add(LONG_ZH, key="signed")
+    store.add(fingerprint=0x0123_4567_89AB_CDEF, key="bare")
+    assert [m.key for m in store.query(LONG_ZH_EDIT)] == ["signed"]
+    # band keys find a signed row; a bare fingerprint has none, and the SimHash band indexes
+    # hold only the rows kept without a signature
+    assert store.query(fingerprint=fingerprint(LONG_ZH_EDIT)) == []
+    assert [m.key for m in store.query(fingerprint=0x0123_4567_89AB_CDEE)] == ["bare"]
+    with engine.connect() as connection:
+        flags = connection.execute(
+            sa.select(fingerprints.c.key, fingerprints.c.simhash_indexed).where(
+                fingerprints.c.ns_id == store.ns_id
+            )
+        ).all()
+    assert sorted((key, bool(flag)) for key, flag in flags) == [("bare", True), ("signed", False)]
 
 
 def test_stats_counts_match_the_tables(make_store: StoreFactory, engine: Engine) -> None:

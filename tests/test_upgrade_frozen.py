@@ -50,6 +50,7 @@ def check_frozen(url: str, manifest: dict[str, Any]) -> None:
         name, items = namespace["name"], namespace["items"]
         with SimStore(url, namespace=name, keep=namespace["keep"]) as store:
             assert store.preset.label == namespace["preset"]
+            signed = _signed_keys(store)
             for item in items:
                 value, at = from_hex(item["fingerprint"]), datetime.fromisoformat(item["at"])
                 decision = store.get(item["key"])
@@ -58,8 +59,12 @@ def check_frozen(url: str, manifest: dict[str, Any]) -> None:
                 match = decision.duplicate_of
                 assert (match.key if match else None) == item["duplicate_of"], item
                 if item["inserted"]:
-                    found = store.query(fingerprint=value, max_distance=0, now=at)
-                    assert item["key"] in [m.key for m in found], item
+                    by_value = store.query(fingerprint=value, max_distance=0, now=at)
+                    found = [m.key for m in by_value]
+                    if item["key"] in signed:  # found by its band keys only (revision 0009)
+                        assert item["key"] not in found, item
+                        found = [m.key for m in store.query(item["text"], now=at)]
+                    assert item["key"] in found, item
                 if item["text"] is not None:  # same preset, same fingerprint: a replay
                     again = store.add(item["text"], key=item["key"], at=at)
                     assert (again.fingerprint, again.inserted) == (value, item["inserted"])
@@ -72,6 +77,18 @@ def check_frozen(url: str, manifest: dict[str, Any]) -> None:
             assert fresh.inserted
             assert store.stats().decisions == before + 2
         assert audit(url, name).problems == []
+
+
+def _signed_keys(store: SimStore) -> set[str]:
+    """The keys of the namespace's rows that have a MinHash signature."""
+    with store.engine.connect() as conn:
+        keys = conn.execute(
+            sa.select(schema.fingerprints.c.key).where(
+                schema.fingerprints.c.ns_id == store.ns_id,
+                schema.fingerprints.c.signature.is_not(None),
+            )
+        )
+        return set(keys.scalars())
 
 
 def _copy(tmp_path: Path, manifest_path: Path) -> str:
@@ -218,15 +235,18 @@ def test_frozen_rows_on_a_server_are_upgraded_and_keep_matching(
     check_frozen(url, manifest)
 
 
-def _decision_rows(url: str) -> dict[str, tuple[bool, str | None]]:
+def _rows(url: str, sql: str) -> list[Any]:
+    """The rows of one statement, on a connection of its own."""
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            rows = conn.execute(
-                sa.text("SELECT key, inserted, duplicate_of FROM simstore_decisions")
-            ).all()
+            return list(conn.execute(sa.text(sql)).all())
     finally:
         engine.dispose()
+
+
+def _decision_rows(url: str) -> dict[str, tuple[bool, str | None]]:
+    rows = _rows(url, "SELECT key, inserted, duplicate_of FROM simstore_decisions")
     return {key: (bool(inserted), duplicate_of) for key, inserted, duplicate_of in rows}
 
 
@@ -261,3 +281,59 @@ def test_0008_drops_the_kept_decisions_of_kept_rows_keeps_the_rest_and_downgrade
     engine.dispose()
     assert migrate.current(url) == "0007_minhash_compact"
     assert _decision_rows(url) == before  # every kept row has its kept decision again
+
+
+def _simhash_flags(url: str) -> list[tuple[bool, bool]]:
+    """(has a signature, simhash_indexed) of every fingerprint row."""
+    sql = "SELECT signature IS NOT NULL, simhash_indexed FROM simstore_fingerprints"
+    return [(bool(signed), bool(indexed)) for signed, indexed in _rows(url, sql)]
+
+
+def _sqlite_index_entries(url: str) -> dict[str, int]:
+    """Entries of each SimHash band index, as ANALYZE counts them (sqlite_stat1)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("ANALYZE"))
+            stats = conn.execute(sa.text("SELECT idx, stat FROM sqlite_stat1")).all()
+    finally:
+        engine.dispose()
+    names = {name for name, _columns, _options in schema.SIMHASH_BAND_INDEXES}
+    return {str(idx): int(str(stat).split()[0]) for idx, stat in stats if idx in names}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "mysql"])
+def test_0009_leaves_signed_rows_out_of_the_simhash_indexes_and_downgrades(
+    kind: str, tmp_path: Path
+) -> None:
+    manifest_path = next(path for path in FROZEN if path.stem == "0008_no_kept_decisions")
+    manifest = _manifest(manifest_path)
+    url = _copy(tmp_path, manifest_path)
+    if kind != "sqlite":
+        url, frozen = new_server_database(kind), url
+        migrate.upgrade(url, manifest["revision"])
+        _copy_rows(frozen, url)
+    migrate.upgrade(url, "0009_simhash_index_unsigned")
+    flags = _simhash_flags(url)
+    signed = sum(1 for has_signature, _indexed in flags if has_signature)
+    assert 0 < signed < len(flags)  # the frozen file holds both kinds
+    assert all(indexed == (not has_signature) for has_signature, indexed in flags)
+    if kind == "sqlite":
+        assert set(_sqlite_index_entries(url).values()) == {len(flags) - signed}
+    check_frozen(url, manifest)  # the store's rows match through the new indexes
+
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        command.downgrade(migrate._config(conn), "0008_no_kept_decisions")
+        conn.commit()
+        columns = {
+            column["name"] for column in sa.inspect(conn).get_columns(schema.fingerprints.name)
+        }
+    engine.dispose()
+    assert migrate.current(url) == "0008_no_kept_decisions" and "simhash_indexed" not in columns
+    if kind == "sqlite":
+        assert set(_sqlite_index_entries(url).values()) == {_row_count(url)}  # every row again
+
+
+def _row_count(url: str) -> int:
+    return int(_rows(url, "SELECT COUNT(*) FROM simstore_fingerprints")[0][0])
