@@ -13,7 +13,7 @@ a fixed shuffled order. Each round runs, in turn:
   cores, one for each);
 - ``datasketch``: for each document a ``MinHash`` of its character 5-grams (lower-cased,
   whitespace collapsed; 96 permutations, ``update_batch``) and ``MinHashLSH(num_perm=96,
-  params=(24, 4))``, simstore's band scheme: ``query``, then ``insert`` when nothing is found.
+  params=(16, 4))``, simstore's band scheme (16 bands of 4 of the 96 values): ``query``, then ``insert`` when nothing is found.
   It keeps nothing on disk, decides by LSH collision alone (no similarity check, no SimHash, no
   transaction) and so does less than the store: it is the peer the issue names, not an equal.
 
@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "quality"))
 import build_dataset
 from bench_footprint import PAIRS, texts
 
+from simstore import minhash
 from simstore.store import SimStore
 
 
@@ -67,7 +68,7 @@ def simstore_run(texts: Sequence[str], workers: int, batch: int) -> tuple[float,
 def datasketch_run(texts: Sequence[str]) -> tuple[float, int]:
     """Seconds for query-then-insert of every text into an in-memory MinHashLSH, and the kept."""
     started = time.perf_counter()
-    lsh = MinHashLSH(num_perm=96, params=(24, 4))
+    lsh = MinHashLSH(num_perm=96, params=(minhash.BANDS, minhash.ROWS))
     kept = 0
     for n, text in enumerate(texts):
         shingled = " ".join(text.lower().split())

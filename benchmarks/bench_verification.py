@@ -6,7 +6,7 @@ Kept texts are composed from the real sentences of the quality benchmark's datas
 when missing, see ``benchmarks/quality/build_dataset.py``): half Chinese, half English, 60% short
 (under 140 characters) and 40% long (500-1,500), so that shared phrases and boilerplate collide as
 they do in real feeds. They are written straight into a SQLite file as the default policy stores
-them (row with fingerprint, signature and, for short texts, the normalised text; 24 MinHash band
+them (row with fingerprint, signature and, for short texts, the normalised text; 16 MinHash band
 keys each), then three stores on the same file answer the same texts in interleaved rounds:
 
 - ``MinHashVerification()`` (the default): SimHash k <= 3 plus the band-key lookup, decided by

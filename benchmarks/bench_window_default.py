@@ -264,7 +264,7 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
         "rows": n,
         "band_key_rows": band_rows,
         "band_keys_per_text": round(band_rows / n, 3),
-        "texts_with_24_keys": round(float((counts == 24).mean()), 4),
+        "texts_with_all_keys": round(float((counts == BANDS).mean()), 4),
         "repeated_fingerprints": int(n - len(np.unique(all_fps))),
         "repeated_signatures": int(n - len(np.unique(np.concatenate(digests)))),
         "sign_and_write_rows_s": round(signing),

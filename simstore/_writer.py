@@ -154,7 +154,7 @@ class Writer:
             for row_id, key in statement.run(conn, params):
                 ids[key] = int(row_id)
         ns_id = self.ns_id
-        rows = [  # BandKeyRow's order, as plain tuples: a batch has ~24 a kept text
+        rows = [  # BandKeyRow's order, as plain tuples: a batch has ~16 a kept text
             (band_key, ns_id, row_id)
             for key, _part, band_keys in kept
             for row_id in (ids[key],)

@@ -173,7 +173,10 @@ def _check_row(raw: object) -> LoadRow:
             # would stay behind for ever
             keys = band_keys_of(signature)
             if row.band_keys is not None and tuple(sorted(set(row.band_keys))) != keys:
-                raise InvalidInput(f"key {key!r}: band_keys are not its signature's band keys")
+                raise InvalidInput(
+                    f"key {key!r}: band_keys are not its signature's band keys under "
+                    f"{minhash.SCHEME} (a hand-over made by another simstore version?)"
+                )
         return row._replace(key=key, signature=signature, band_keys=keys, duplicate_of=None)
     if row.duplicate_of is None or row.distance is None:
         raise InvalidInput(f"key {key!r} is a duplicate: it needs duplicate_of and distance")

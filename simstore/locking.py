@@ -16,7 +16,7 @@ Why the check-then-insert of ``SimStore.add`` cannot keep two near-duplicates:
   key serialise, so the second finds the first's decision even when the unique constraint cannot
   see across time partitions (``simstore.partitions``). Under MinHash verification two texts
   that can match either lie within the SimHash radius (the argument above) or share at least
-  one MinHash band key (the policy's ``min_bands``), so each add also locks its 24 band keys.
+  one MinHash band key (the policy's ``min_bands``), so each add also locks its 16 band keys.
 * MySQL/MariaDB: every add locks the namespace row ``FOR UPDATE``, serialising the namespace's adds
   (a lock table in the sense of the design); the check runs at READ COMMITTED after the lock.
 

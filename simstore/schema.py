@@ -143,14 +143,14 @@ POSTGRESQL_BAND_KEY_INDEX = "ix_simstore_fingerprints_band_keys"
 
 def band_keys_in_row(dialect: sa.Dialect | str) -> bool:
     """Whether this dialect keeps MinHash band keys in the fingerprint row (PostgreSQL: an array
-    under a GIN index, whose compressed entries cost a fraction of 24 heap tuples and their
+    under a GIN index, whose compressed entries cost a fraction of 16 heap tuples and their
     B-tree entries) rather than as rows of ``simstore_minhash`` (SQLite, MySQL/MariaDB)."""
     name = dialect if isinstance(dialect, str) else dialect.name
     return name == "postgresql"
 
 
 # MinHash-LSH band keys of the fingerprints that have a signature, on SQLite and MySQL (empty on
-# PostgreSQL: band_keys_in_row): one row per distinct key of each such fingerprint (24 at most;
+# PostgreSQL: band_keys_in_row): one row per distinct key of each such fingerprint (16 at most;
 # 32-bit values, which SQLite stores in 4 bytes). The primary key answers "which rows of this
 # namespace have band key k" from the index alone (SQLite keeps the table as that index: WITHOUT
 # ROWID). The retention window is checked on the fingerprint rows the keys lead to, so the keys

@@ -20,7 +20,7 @@ from typing import Any
 import click
 import pytest
 
-from simstore import fingerprint, migrate, to_hex
+from simstore import fingerprint, migrate, minhash, to_hex
 from simstore.presets import presets
 from simstore.records import text_key
 from simstore.similarity import jaccard
@@ -497,7 +497,7 @@ def test_purge_has_no_window_unless_given_a_dry_run_and_counts_per_table(cli: Cl
     expected = {
         "simstore_fingerprints": before["simstore_fingerprints"] - 1,
         "simstore_decisions": before["simstore_decisions"],  # old-copy's: the one logged
-        "simstore_minhash": before["simstore_minhash"] - 24,  # the new text's band keys stay
+        "simstore_minhash": before["simstore_minhash"] - minhash.BANDS,  # the new text's stay
     }
     assert (dry["dry_run"], dry["tables"], dry["partition"]) == (True, expected, "1h")
     assert dry["deleted"] == expected["simstore_fingerprints"] + expected["simstore_decisions"]
@@ -505,7 +505,7 @@ def test_purge_has_no_window_unless_given_a_dry_run_and_counts_per_table(cli: Cl
     done = cli.json("--keep", "2d", "purge")  # the global window is purge's default
     assert (done["dry_run"], done["tables"]) == (False, expected)
     assert table_counts(cli) == {"simstore_fingerprints": 1, "simstore_decisions": 0,
-                                 "simstore_minhash": 24}  # fmt: skip
+                                 "simstore_minhash": minhash.BANDS}  # fmt: skip
 
     short = cli("purge", "--keep", "1m")
     assert short.returncode == 0, short.stderr

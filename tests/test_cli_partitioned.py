@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from simstore import migrate, partitions
+from simstore import migrate, minhash, partitions
 from simstore.store import SimStore
 from tests._workers import stored_band_keys
 
@@ -43,11 +43,11 @@ def test_a_global_keep_within_the_databases_window_silences_its_warning(tmp_path
     assert counted["dry_run"] is True
     # the legacy partition (the table as it was) is not dropped before its end is 2 days old, so
     # the old rows go row by row: 2 kept (one old text was a duplicate), its decision (the kept
-    # rows are their own), and the 2 x 24 band keys in those rows
+    # rows are their own), and the band keys in those rows (a key a band)
     assert counted["tables"] == {
         "simstore_fingerprints": 2,
         "simstore_decisions": 1,
-        "simstore_minhash": 48,
+        "simstore_minhash": 2 * minhash.BANDS,
     }
     done = cli("--keep", "2d", "--json", "purge")
     assert done.returncode == 0, done.stderr
@@ -71,9 +71,9 @@ def test_a_purge_leaves_the_band_keys_of_other_namespaces_rows_it_does_not_drop(
     partitions.enable(url, interval="1d", keep="2d", now=now)
     purged = Cli(tmp_path, url)("--namespace", "a", "--keep", "2d", "--json", "purge")
     assert purged.returncode == 0, purged.stderr
-    assert json.loads(purged.stdout)["tables"]["simstore_minhash"] == 24  # a's row's, once
+    assert json.loads(purged.stdout)["tables"]["simstore_minhash"] == minhash.BANDS  # a's row's
     with SimStore(url, namespace="b") as store:  # no window: b's old row still matches
         assert [match.key for match in store.query(LONG_TEXT)] == ["b-old"]
         with store.engine.connect() as conn:
             left = len(stored_band_keys(conn, namespace="b"))
-    assert left == 24
+    assert left == minhash.BANDS

