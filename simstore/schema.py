@@ -103,7 +103,7 @@ fingerprints = sa.Table(
     sa.Column("band_keys", BandKeyArray, nullable=True),
     # whether SimHash band lookups find the row: exactly the rows without a signature (a signed
     # row is found by its MinHash band keys), so that the band indexes hold no signed row
-    sa.Column("simhash_indexed", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column(SIMHASH_INDEXED, sa.Boolean, nullable=False, server_default=sa.true()),
     sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
     *(sa.Index(name, *columns, **options) for name, columns, options in SIMHASH_BAND_INDEXES),
     sa.Index("ix_simstore_fingerprints_part", "part", "ns_id"),
