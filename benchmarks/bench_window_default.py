@@ -55,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -71,6 +72,7 @@ from simstore.encoding import to_signed
 from simstore.minhash import BANDS
 from simstore.retention import partition_of
 from simstore.store import SimStore
+from simstore.verify import DEFAULT_POLICY
 
 HERE = Path(__file__).resolve().parent
 SPAN = timedelta(days=2)
@@ -422,9 +424,16 @@ def workload(n: int, count: int, salt: int) -> list[tuple[str, bool]]:
     return texts
 
 
-def measure(store: SimStore, texts: list[tuple[str, bool]], mode: str, tag: str) -> dict[str, Any]:
-    """p50 / p99 (us) of query or add with text; how many near-duplicates were found."""
-    samples: list[float] = []
+def measure(
+    store: SimStore,
+    texts: list[tuple[str, bool]],
+    mode: str,
+    tag: str,
+    samples: list[float] | None = None,
+) -> dict[str, Any]:
+    """p50 / p99 (us) of query or add with text; how many near-duplicates were found (the
+    times go into ``samples`` too when it is given)."""
+    samples = [] if samples is None else samples
     found = wrong = 0
     for j, (text, planted) in enumerate(texts):
         if mode == "query":
@@ -444,6 +453,43 @@ def measure(store: SimStore, texts: list[tuple[str, bool]], mode: str, tag: str)
         "near_duplicates_found": f"{found}/{sum(p for _t, p in texts)}",
         "new_texts_matched": wrong,
     }
+
+
+def tail(path: Path, texts: list[tuple[str, bool]], samples: Sequence[float]) -> dict[str, Any]:
+    """What the slowest 1% of timed operations have that the rest do not: for each text its
+    length, the time to plan and sign it alone (``batch.sign``, the CPU part of a query), the
+    band-key rows its keys lead to in the window and the rows sharing enough of them (those a
+    query fetches and confirms); the medians over the slowest 1% against all."""
+    db = sqlite3.connect(path)
+    (seconds,) = db.execute("SELECT partition_seconds FROM simstore_namespaces").fetchone()
+    cutoff = partition_of(END_OF_DAY2 - SPAN, seconds)
+    rows = []
+    for (text, _planted), total in zip(texts, samples, strict=True):
+        start = time.perf_counter()
+        item = batch.sign([text])[0]
+        sign_us = (time.perf_counter() - start) * 1e6
+        marks = ",".join("?" * len(item.band_keys))
+        holders = db.execute(
+            "SELECT m.fp_id FROM simstore_minhash m JOIN simstore_fingerprints f ON f.id = m.fp_id"
+            f" WHERE m.band_key IN ({marks}) AND f.part >= ?",
+            [*item.band_keys, cutoff],
+        ).fetchall()
+        shared = Counter(fp_id for (fp_id,) in holders)
+        least = DEFAULT_POLICY.min_shared(item)
+        candidates = sum(count >= least for count in shared.values())
+        rows.append((total, len(text), sign_us, len(holders), candidates))
+    db.close()
+    rows.sort()
+    slowest = rows[-max(len(rows) // 100, 1) :]
+
+    def medians(group: Sequence[tuple[float, ...]]) -> dict[str, float]:
+        names = ("us", "chars", "sign_us", "band_key_rows", "candidates")
+        return {
+            name: round(float(np.median([row[k] for row in group]))) for k, name in enumerate(names)
+        }
+
+    return {"all": medians(rows), "slowest_1pct": medians(slowest),
+            "slowest": [tuple(round(v) for v in row) for row in slowest]}  # fmt: skip
 
 
 def load() -> float:
@@ -567,9 +613,12 @@ def main() -> None:
         timings[name] = measure(store, work[name], name.split("_")[0], name)
         print(f"  {name} (file dropped from the page cache): {timings[name]}", flush=True)
     cache_file(path)
+    warm_samples: dict[str, list[float]] = {"query_warm": [], "add_warm": []}
     for name in ("query_warm", "add_warm"):
-        timings[name] = measure(store, work[name], name.split("_")[0], name)
+        timings[name] = measure(store, work[name], name.split("_")[0], name, warm_samples[name])
         print(f"  {name} (file read into the page cache): {timings[name]}", flush=True)
+    timings["query_warm_tail"] = tail(path, work["query_warm"], warm_samples["query_warm"])
+    print(f"  the slowest 1% of warm queries: {timings['query_warm_tail']}", flush=True)
     result["timings"] = timings
     result["memory_mib"] = memory()
     print(f"  memory after the queries and adds (MiB): {result['memory_mib']}")
