@@ -160,3 +160,34 @@ def test_replacements_count_substituted_words_not_edits(
     from simstore.similarity import replacements
 
     assert replacements(a, b) == expected
+
+
+@given(
+    st.lists(st.sampled_from(["ab", "cd", "ef", "1", "2", "中", "文"]), max_size=12),
+    st.lists(st.sampled_from(["ab", "cd", "gh", "1", "3", "中", "字"]), max_size=12),
+)
+def test_excess_is_counter_subtraction(left: list[str], right: list[str]) -> None:
+    from collections import Counter
+
+    from simstore.similarity import _excess
+
+    # the reference: collections.Counter's own multiset difference
+    assert _excess(Counter(left), Counter(right)) == dict(Counter(left) - Counter(right))
+
+
+@settings(max_examples=200)
+@given(st.data())
+def test_replacements_count_each_separate_word_substitution(data: st.DataObject) -> None:
+    from simstore.similarity import replacements
+
+    # distinct lower-case words of 3 letters (shorter than a typo's 4), a few replaced by new
+    # ones at positions two apart: any alignment must see exactly those places, one word each
+    words = data.draw(
+        st.lists(st.text("abcdefgh", min_size=3, max_size=3), min_size=4, max_size=16, unique=True)
+    )
+    places = data.draw(st.sets(st.sampled_from(range(0, len(words), 2)), min_size=1))
+    fresh = [f"zz{chr(ord('a') + k)}" for k in range(len(places))]
+    edited = list(words)
+    for place, word in zip(sorted(places), fresh, strict=True):
+        edited[place] = word
+    assert replacements(" ".join(words), " ".join(edited)) == (len(places), False)
