@@ -430,14 +430,19 @@ def measure(
     mode: str,
     tag: str,
     samples: list[float] | None = None,
+    matched: list[int] | None = None,
 ) -> dict[str, Any]:
     """p50 / p99 (us) of query or add with text; how many near-duplicates were found (the
-    times go into ``samples`` too when it is given)."""
+    times go into ``samples`` too when it is given, and each query's number of matches into
+    ``matched``)."""
     samples = [] if samples is None else samples
     found = wrong = 0
     for j, (text, planted) in enumerate(texts):
         if mode == "query":
-            hit = bool(timed(lambda t=text: store.query(t, now=END_OF_DAY2), samples))
+            matches = timed(lambda t=text: store.query(t, now=END_OF_DAY2), samples)
+            hit = bool(matches)
+            if matched is not None:
+                matched.append(len(matches))  # type: ignore[arg-type]
         else:
             decision = timed(
                 lambda t=text, j=j: store.add(t, key=f"{tag}{j}", at=END_OF_DAY2), samples
@@ -455,16 +460,19 @@ def measure(
     }
 
 
-def tail(path: Path, texts: list[tuple[str, bool]], samples: Sequence[float]) -> dict[str, Any]:
-    """What the slowest 1% of timed operations have that the rest do not: for each text its
+def tail(
+    path: Path, texts: list[tuple[str, bool]], samples: Sequence[float], matched: Sequence[int]
+) -> dict[str, Any]:
+    """What the slowest 1% of timed queries have that the rest do not: for each text its
     length, the time to plan and sign it alone (``batch.sign``, the CPU part of a query), the
-    band-key rows its keys lead to in the window and the rows sharing enough of them (those a
-    query fetches and confirms); the medians over the slowest 1% against all."""
+    band-key rows its keys lead to in the window, the rows sharing enough of them (those a query
+    fetches and confirms) and the matches it returned; the medians over the slowest 1% against
+    all."""
     db = sqlite3.connect(path)
     (seconds,) = db.execute("SELECT partition_seconds FROM simstore_namespaces").fetchone()
     cutoff = partition_of(END_OF_DAY2 - SPAN, seconds)
     rows = []
-    for (text, _planted), total in zip(texts, samples, strict=True):
+    for (text, _planted), total, matches in zip(texts, samples, matched, strict=True):
         start = time.perf_counter()
         item = batch.sign([text])[0]
         sign_us = (time.perf_counter() - start) * 1e6
@@ -477,19 +485,43 @@ def tail(path: Path, texts: list[tuple[str, bool]], samples: Sequence[float]) ->
         shared = Counter(fp_id for (fp_id,) in holders)
         least = DEFAULT_POLICY.min_shared(item)
         candidates = sum(count >= least for count in shared.values())
-        rows.append((total, len(text), sign_us, len(holders), candidates))
+        rows.append((total, len(text), sign_us, len(holders), candidates, matches))
     db.close()
     rows.sort()
     slowest = rows[-max(len(rows) // 100, 1) :]
 
     def medians(group: Sequence[tuple[float, ...]]) -> dict[str, float]:
-        names = ("us", "chars", "sign_us", "band_key_rows", "candidates")
+        names = ("us", "chars", "sign_us", "band_key_rows", "candidates", "matches")
         return {
             name: round(float(np.median([row[k] for row in group]))) for k, name in enumerate(names)
         }
 
     return {"all": medians(rows), "slowest_1pct": medians(slowest),
             "slowest": [tuple(round(v) for v in row) for row in slowest]}  # fmt: skip
+
+
+def filled_duplicates(store: SimStore, n: int, count: int) -> dict[str, Any]:
+    """How many filled texts ``add`` would not have kept: a sample of texts queried at their own
+    moment, each counted when it matches an earlier filled text (``t{j}``, j < i). The fill keeps
+    every composed text, and the pool's clauses recur (a long clause fills most of a short text),
+    so clusters of mutual near-duplicates are kept that a store filled through ``add`` would hold
+    once; their members' queries confirm every match, which is much of the slowest 1%."""
+    rng = random.Random(f"{SEED}:filled")
+    numbers = [rng.randrange(n // 10, n) for _ in range(count)]  # day 1's first hours may be gone
+    earlier: list[int] = []
+    for i in numbers:
+        matches = store.query(compose(i), now=moment(i, n))
+        earlier.append(sum(m.key[0] == "t" and int(m.key[1:]) < i for m in matches))
+    earlier.sort()
+    return {
+        "sampled": count,
+        "match_an_earlier_text": round(sum(map(bool, earlier)) / count, 4),
+        "earlier_matches_p50_p99_max": [
+            earlier[count // 2],
+            earlier[int(count * 0.99)],
+            earlier[-1],
+        ],
+    }
 
 
 def load() -> float:
@@ -614,11 +646,18 @@ def main() -> None:
         print(f"  {name} (file dropped from the page cache): {timings[name]}", flush=True)
     cache_file(path)
     warm_samples: dict[str, list[float]] = {"query_warm": [], "add_warm": []}
+    warm_matched: list[int] = []
     for name in ("query_warm", "add_warm"):
-        timings[name] = measure(store, work[name], name.split("_")[0], name, warm_samples[name])
+        timings[name] = measure(
+            store, work[name], name.split("_")[0], name, warm_samples[name], warm_matched
+        )
         print(f"  {name} (file read into the page cache): {timings[name]}", flush=True)
-    timings["query_warm_tail"] = tail(path, work["query_warm"], warm_samples["query_warm"])
+    timings["query_warm_tail"] = tail(
+        path, work["query_warm"], warm_samples["query_warm"], warm_matched
+    )
     print(f"  the slowest 1% of warm queries: {timings['query_warm_tail']}", flush=True)
+    result["filled_duplicates"] = filled_duplicates(store, n, args.check)
+    print(f"  filled texts that add would not have kept: {result['filled_duplicates']}")
     result["timings"] = timings
     result["memory_mib"] = memory()
     print(f"  memory after the queries and adds (MiB): {result['memory_mib']}")
