@@ -483,6 +483,18 @@ def _ngram_chunks(normalised: Sequence[str], n: int) -> Iterator[tuple[I64, U64]
         yield short.astype(np.int64), short_hashes
 
 
+_ONE_TEXT_GRAMS = 4096  # up to this many n-grams, one text's bits are counted directly
+
+
+def _one_text_fingerprint(text: str, n: int) -> int:
+    """What ``BitSums`` makes of one text of at least n characters, without its batch
+    bookkeeping (half of a short text's fingerprint time went to run starts and reductions)."""
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    count = len(points) - n + 1
+    ones = unpack_bits(_ngram_hashes(points.astype(np.uint64), n, count)).sum(axis=0)
+    return pack_bits((2 * ones > count)[None, :])[0]
+
+
 def _short_hash(text: str) -> int:
     codepoints = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     value = np.full(1, _SEED, dtype=np.uint64)
@@ -494,6 +506,8 @@ def _short_hash(text: str) -> int:
 def char_ngram_splitmix(texts: Sequence[str], preset: Preset) -> Result:
     n = int(preset.params["ngram"])
     normalised = default_normalise_many(texts)
+    if len(texts) == 1 and n <= len(normalised[0]) < _ONE_TEXT_GRAMS + n:  # one add or query
+        return [_one_text_fingerprint(normalised[0], n)], [len(normalised[0]) - n + 1]
     sums = BitSums(len(texts))
     for doc_ids, hashes in _ngram_chunks(normalised, n):
         order = np.argsort(doc_ids, kind="stable")  # short texts come last; sums need sorted ids

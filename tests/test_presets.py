@@ -29,6 +29,7 @@ from simstore._algorithms import (
     _md5_low64_windows,
     _word_or_space,
     _words_joined,
+    char_ngram_splitmix,
     default_normalise,
     default_normalise_many,
     jieba_keywords,
@@ -490,6 +491,18 @@ BATCH_ITEMS = st.one_of(MIXED, st.text(max_size=3), st.just(""), st.text(CJK, ma
 @given(st.lists(BATCH_ITEMS, max_size=12))
 def test_default_batch_equals_one_at_a_time(texts: list[str]) -> None:
     assert fingerprint_many(texts) == [fingerprint(t) for t in texts]
+
+
+@SETTINGS
+@given(st.one_of(MIXED, st.text(CJK, max_size=600), st.integers(1, 4200).map(lambda k: "ab " * k)))
+@example("abcd" * 1025)  # 4,097 grams: just past the one-text path
+@example("abcd" * 1024)  # 4,093 grams: just inside it
+def test_one_text_fingerprint_equals_the_batch_path(text: str) -> None:
+    preset = get_preset("default")
+    fingerprints, features = char_ngram_splitmix([text], preset)
+    # the reference: the batch path (BitSums), which a second text sends it through
+    batch_fingerprints, batch_features = char_ngram_splitmix([text, "x"], preset)
+    assert (fingerprints[0], features[0]) == (batch_fingerprints[0], batch_features[0])
 
 
 def test_default_batch_with_a_text_longer_than_a_chunk() -> None:
