@@ -146,9 +146,10 @@ def replacements(a: str, b: str) -> tuple[int, bool]:
 
 
 @functools.lru_cache(maxsize=256)
-def _token_counts(text: str) -> tuple[list[str], dict[str, int]]:
-    """``tokens`` of a text and how often each occurs (a query's, once for all its matches)."""
-    found = tokens(text)
+def _token_counts(text: str) -> tuple[tuple[str, ...], dict[str, int]]:
+    """``tokens`` of a text and how often each occurs (a query's, once for all its matches);
+    a tuple, since the cache hands the same value to every caller."""
+    found = tuple(tokens(text))
     return found, Counter(found)
 
 
