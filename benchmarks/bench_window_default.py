@@ -9,23 +9,35 @@ the quality dataset's texts (``benchmarks/data/quality/pairs.jsonl``, Chinese an
 dataset text drawn at random and strings clauses of that language drawn at random (at least two)
 until it reaches that length. So every text can be made again from its number, texts are distinct
 (exact repeats, ~0.01-0.02%, are counted and printed), their n-grams are real text's and their
-lengths the dataset's. Clauses recur across texts more than sentences of a real feed do, so some
-new texts match kept ones (counted and printed).
+lengths the dataset's. Clauses recur across texts more than sentences of a real feed do, so a
+few percent of the texts are near-duplicates of earlier ones; the fill drops them as ``add`` would.
 
-The fill (into the git-ignored ``benchmarks/data/window/``, reused while its marker is there).
-A fresh ``SimStore`` (default policy) makes the schema and the namespace; then chunks of texts are
-signed by ``simstore.batch.sign`` (the store's own plan/sign path: ``plan_items`` with the default
-preset and policy: fingerprint, normalised text of short texts, MinHash signature, band keys) in a
-pool of two worker processes, and written straight into simstore's tables in the store's own row
-format, as ``add`` would have kept them (key ``t{i}``, added at ``DAY1 + 2 days * i / N``): one
-fingerprint row each (id ``i + 1``, bands from ``Item.own_bands``; a kept row is its decision's
-record, so there are no decision rows), and its distinct band keys in ``simstore_minhash``,
-written in primary-key order after a sort. The secondary indexes are dropped and re-created from
-their own DDL around the load, as ``bench_peers.fill_direct`` does. The check: ``--check`` (200)
-of the texts are added through ``SimStore.add`` into a fresh small store; their fingerprint rows,
-their decision rows (none: they are kept) and the namespace row must equal the filled ones column
-for column (ids aside), each band key they made must be in the filled file under the filled row's
-id, and the file must hold as many band keys as the fill wrote, or the run stops.
+The fill (into the git-ignored ``benchmarks/data/window/``, reused while its marker is there):
+the rows ``add`` would have written for texts 0..N-1 added in order (key ``t{i}``, at ``DAY1 + 2
+days * i / N``), made without N transactions. A fresh ``SimStore`` (default policy) makes the
+schema and the namespace. Then:
+1. Sign. Chunks of texts are signed by ``simstore.batch.sign`` (the store's own path,
+   ``plan_items`` with the default preset and policy: fingerprint, comparison text of short
+   texts, MinHash signature, band keys) in a pool of two worker processes.
+2. Decide, as ``simstore.batch`` does without a database. Every text's band-key rows, packed
+   into one uint64 each and sorted, give the candidate pairs (two texts sharing at least
+   ``Policy.min_shared`` keys; every text is signed, so the SimHash radius makes none); pairs
+   whose signatures agree on too few values for any of the policy's bars are set aside by a
+   numpy pass, the rest confirmed by ``batch.confirm`` (the policy's own rule) in the pool, and
+   ``batch.replay`` turns the confirmed pairs into verdicts in order, with each text's moment
+   (a text is compared with earlier kept texts only; all are inside the window).
+3. Write, in the store's own row format: a fingerprint row for each kept text (ids 1..K in
+   order, as the store numbers them; a kept row is its decision's record), a decision row for
+   each dropped one (``duplicate_of`` its best earlier kept text), and the kept texts' distinct
+   band keys in ``simstore_minhash`` in primary-key order. The secondary indexes are dropped and
+   re-created from their own DDL around the load, as ``bench_peers.fill_direct`` does.
+The checks, which stop the run when anything differs: ``--check`` (200) texts, half of them
+dropped ones, and what these duplicate are added through ``SimStore.add`` in order into a fresh
+small store, whose fingerprint, decision and namespace rows must equal the filled ones column for
+column (ids aside), each band key they made must be in the filled file under the filled row's id,
+and the file must hold as many band keys as the fill wrote; and ``--check`` texts (half dropped)
+are queried through the API on the filled file at their own moments: a kept one must match no
+earlier kept text, a dropped one's best earlier match must be the one its decision row names.
 
 The timing, through ``SimStore(url, keep="2d")`` with the default policy at the end of day 2
 (in this process, after the load average is printed): ``query`` with text and ``add`` with text,
@@ -35,9 +47,9 @@ cold (the file dropped from the OS page cache with ``posix_fadvise(DONTNEED)``) 
 read into it, as a long-running service's would be). Then bytes per kept text (``dbstat``, by
 table and index), the process's memory, and ``purge`` at the end of day 3 (day 1 goes) in a child
 process stopped after ``--purge-minutes`` (``bench_window.timed_purge``), with its rate and what
-the whole day would take. 50M texts need ~38 GiB for the file (revision 0008), ~10 GB of memory
-for the fill's band-key rows and 2 hours or more of signing on two cores; the load runs without a
-journal. The fill runs in a child process, so the memory printed is the store's. The adds and the
+the whole day would take. 50M texts need ~27 GiB for the file, ~20 GB of memory for what the fill
+holds (band-key rows, signatures, short texts) and 2 hours or more of signing on two cores; the
+load runs without a journal. The fill runs in a child process, so the memory printed is the store's. The adds and the
 purge change the file: the next run rebuilds it (``--no-purge`` keeps the purge out).
 """
 
@@ -57,22 +69,25 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from bench_footprint import PAIRS, report, sqlite_sizes
 from bench_peers import _files, _marker, cache_file, checkpoint, machine, remove_database
 from bench_store import percentile
 from bench_window import DAY1, END_OF_DAY2, _lowest_ids, memory, timed_purge
 
-from simstore import batch
-from simstore.encoding import to_signed
-from simstore.minhash import BANDS
+from simstore import batch, minhash
+from simstore.batch import Edge, Verdict
+from simstore.encoding import bands, to_signed
+from simstore.minhash import BANDS, VALUES
 from simstore.retention import partition_of
 from simstore.store import SimStore
-from simstore.verify import DEFAULT_POLICY
+from simstore.verify import DEFAULT_POLICY, Item, MinHashVerification
 
 HERE = Path(__file__).resolve().parent
 SPAN = timedelta(days=2)
@@ -156,16 +171,200 @@ def sign_chunk(first: int, count: int) -> dict[str, Any]:
     counts = [len(item.band_keys) for item in items]
     return {
         "first": first,
-        "fp": [to_signed(item.fingerprint) for item in items],
-        "bands": [item.own_bands for item in items],
+        "fp": np.array([item.fingerprint for item in items], dtype=np.uint64),
         "text": [item.text for item in items],
-        "signature": [item.signature for item in items],
+        "signature": np.frombuffer(b"".join(item.signature or b"" for item in items), np.uint8),
+        "mostly_cjk": np.array([item.mostly_cjk for item in items], dtype=bool),
+        "min_shared": np.array([DEFAULT_POLICY.min_shared(item) for item in items], np.uint8),
         "band_keys": np.fromiter(
             (key for item in items for key in item.band_keys), np.int64, sum(counts)
         ),
         "counts": np.array(counts, dtype=np.int64),
         "digests": [hash(item.signature) for item in items],  # repeated texts, counted
     }
+
+
+@dataclass
+class Signed:
+    """What signing every text made, held for the decisions and the writing (numbers 0..N-1)."""
+
+    fp: npt.NDArray[np.uint64]
+    text: list[str | None]  # the comparison text (short texts)
+    signature: npt.NDArray[np.uint8]  # (N, VALUES)
+    mostly_cjk: npt.NDArray[np.bool_]
+    min_shared: npt.NDArray[np.uint8]  # band keys a kept text must share to be a candidate
+    band_rows: npt.NDArray[np.uint64]  # (key + 2**31) << 32 | number + 1, sorted
+    counts: npt.NDArray[np.uint8]  # distinct band keys of each text
+    digests: npt.NDArray[np.int64]
+
+
+# the signed texts, set in the fill's process before the confirming workers fork
+SIGNED: Signed | None = None
+
+
+def sign_all(n: int, workers: int) -> Signed:
+    """Compose and sign texts 0..n-1 in a pool (``sign_chunk``); the band-key rows sorted."""
+    # every band-key row as one uint64, (key + 2**31) << 32 | fp_id: sorting these in place is
+    # sorting by the primary key (band_key, ns_id, fp_id) of one namespace, in 8 bytes a row
+    packed = np.empty(n * BANDS, dtype=np.uint64)
+    fp = np.empty(n, dtype=np.uint64)
+    signature = np.empty((n, VALUES), dtype=np.uint8)
+    mostly_cjk = np.empty(n, dtype=bool)
+    min_shared = np.empty(n, dtype=np.uint8)
+    counts = np.empty(n, dtype=np.uint8)
+    digests = np.empty(n, dtype=np.int64)
+    text: list[str | None] = []
+    band_rows = 0
+    started = time.perf_counter()
+    context = multiprocessing.get_context("fork")  # the workers inherit the sentence pool
+    with context.Pool(workers) as pool:
+        tasks = [(first, min(CHUNK, n - first)) for first in range(0, n, CHUNK)]
+        for done, chunk in enumerate(pool.imap(_sign_task, tasks), 1):
+            first = chunk["first"]
+            end = first + len(chunk["text"])
+            fp[first:end] = chunk["fp"]
+            signature[first:end] = chunk["signature"].reshape(-1, VALUES)
+            mostly_cjk[first:end] = chunk["mostly_cjk"]
+            min_shared[first:end] = chunk["min_shared"]
+            counts[first:end] = chunk["counts"]
+            digests[first:end] = chunk["digests"]
+            text.extend(chunk["text"])
+            keys = chunk["band_keys"]
+            ids = np.arange(first + 1, end + 1, dtype=np.uint64)
+            packed[band_rows : band_rows + len(keys)] = (
+                (keys + _KEY_OFFSET).astype(np.uint64) << np.uint64(32)
+            ) | np.repeat(ids, chunk["counts"])
+            band_rows += len(keys)
+            if done % 500 == 0 or end == n:
+                seconds = time.perf_counter() - started
+                print(f"  {end:,} texts signed in {seconds:,.0f} s ({end / seconds:,.0f}/s)",
+                      flush=True)  # fmt: skip
+    rows = packed[:band_rows]
+    rows.sort()
+    return Signed(fp, text, signature, mostly_cjk, min_shared, rows, counts, digests)
+
+
+def candidate_pairs(signed: Signed) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Every (new, old) pair of text numbers, old < new, that shares at least ``min_shared(new)``
+    band keys (``Policy.is_candidate`` for signed texts: every filled text is signed, so the
+    SimHash radius never makes a candidate), sorted by new then old. From the sorted band-key
+    rows: the rows of one key lie together in number order, and rows d apart within a run of
+    one key are a pair; a text's keys are distinct, so a pair's rows count its shared keys."""
+    rows = signed.band_rows
+    low = np.uint64(0xFFFFFFFF)
+    step = 1 << 24  # in pieces: at 50M texts the rows alone are 6.4 GB
+
+    def number(at: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return (rows[at] & low).astype(np.int64) - 1
+
+    at = np.concatenate(
+        [
+            np.flatnonzero(
+                rows[first + 1 : first + step + 1] >> 32 == rows[first : first + step] >> 32
+            )
+            + first
+            for first in range(0, len(rows) - 1, step)
+        ]
+    )  # rows followed by a row of their key
+    codes = []
+    gap = 1
+    while at.size:
+        codes.append((number(at + gap) << 32) | number(at))  # new << 32 | old
+        gap += 1
+        at = at[at + gap < len(rows)]
+        at = at[rows[at + gap] >> 32 == rows[at] >> 32]  # a run of one key holds every row between
+    if not codes:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    pairs, shared = np.unique(np.concatenate(codes), return_counts=True)
+    new, old = pairs >> 32, pairs & 0xFFFFFFFF
+    wanted = shared >= signed.min_shared[new]
+    return new[wanted], old[wanted]
+
+
+def passes_prefilter(signed: Signed, new: npt.NDArray[np.int64], old: npt.NDArray[np.int64],
+                     policy: MinHashVerification) -> npt.NDArray[np.bool_]:  # fmt: skip
+    """The pairs whose signature estimate reaches the lowest bar of any of the policy's rules
+    (its prefilter and both long thresholds): the others it refuses without reading further,
+    so only these need ``confirm`` (a sound filter, not a second copy of the rule)."""
+    bars = [policy.prefilter, policy.long_threshold, policy.cjk_long_threshold]
+    lowest = min(bar for bar in bars if bar is not None)
+    least = next(m for m in range(VALUES + 1) if minhash.jaccard(m) >= lowest)
+    out = np.empty(len(new), dtype=bool)
+    step = 1 << 20
+    for first in range(0, len(new), step):
+        a = signed.signature[new[first : first + step]]
+        b = signed.signature[old[first : first + step]]
+        out[first : first + step] = (a == b).sum(axis=1) >= least
+    return out
+
+
+def _item(number: int) -> Item:
+    """Text ``number`` as the store's planned item, from what signing it made."""
+    assert SIGNED is not None
+    return Item(
+        f"t{number}", int(SIGNED.fp[number]), None, 3, text=SIGNED.text[number],
+        signature=SIGNED.signature[number].tobytes(), planned=True,
+        mostly_cjk=bool(SIGNED.mostly_cjk[number]),
+    )  # fmt: skip
+
+
+def _confirm_task(task: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]) -> list[Edge]:
+    """``batch.confirm`` of these (new, old) pairs: the store's own rule, on the texts' items;
+    the edges in text numbers."""
+    new, old = task
+    numbers = np.unique(np.concatenate([new, old]))
+    items = [_item(number) for number in numbers.tolist()]
+    local = zip(np.searchsorted(numbers, new).tolist(), np.searchsorted(numbers, old).tolist(),
+                strict=True)  # fmt: skip
+    return [
+        Edge(int(numbers[e.new]), int(numbers[e.old]), e.distance, e.measure, e.score)
+        for e in batch.confirm(items, local)
+    ]
+
+
+def deduplicate(signed: Signed, n: int, workers: int) -> tuple[list[Verdict], dict[str, Any]]:
+    """What ``add`` would have decided for each of texts 0..n-1 added in order (each against the
+    texts kept before it, all inside the window): candidate pairs by shared band keys, confirmed
+    by the policy, replayed in order by ``batch.replay`` (the store's rule and tie-breaks, with
+    each text's moment). The verdicts of texts in an edge (every other text is kept), in order."""
+    global SIGNED
+    started = time.perf_counter()
+    new, old = candidate_pairs(signed)
+    paired = time.perf_counter()
+    policy = DEFAULT_POLICY
+    assert isinstance(policy, MinHashVerification)
+    near = passes_prefilter(signed, new, old, policy)
+    new_near, old_near = new[near], old[near]
+    SIGNED = signed
+    step = 20_000
+    tasks = [
+        (new_near[k : k + step], old_near[k : k + step]) for k in range(0, len(new_near), step)
+    ]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        edges = [edge for part in pool.imap(_confirm_task, tasks) for edge in part]
+    SIGNED = None
+    confirmed = time.perf_counter()
+    numbers = np.unique(np.array([(e.new, e.old) for e in edges], dtype=np.int64).reshape(-1, 2))
+    position = {number: k for k, number in enumerate(numbers.tolist())}
+    verdicts = batch.replay(
+        [f"t{number}" for number in numbers.tolist()],
+        [Edge(position[e.new], position[e.old], e.distance, e.measure, e.score) for e in edges],
+        moments=[moment(number, n) for number in numbers.tolist()],
+    )
+    dropped = sum(not verdict.kept for verdict in verdicts)
+    figures = {
+        "candidate_pairs": len(new),
+        "pairs_past_prefilter": len(new_near),
+        "confirmed_pairs": len(edges),
+        "texts_dropped": dropped,
+        "texts_kept": n - dropped,
+        "candidate_pairs_s": round(paired - started),
+        "confirm_s": round(confirmed - paired),
+        "replay_s": round(time.perf_counter() - confirmed),
+    }
+    print(f"  decided as add would: {figures}", flush=True)
+    return [v for v in verdicts if not v.kept], figures
 
 
 def _indexes(connection: sqlite3.Connection, table: str) -> list[tuple[str, str]]:
@@ -177,10 +376,20 @@ def _indexes(connection: sqlite3.Connection, table: str) -> list[tuple[str, str]
 
 
 def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
-    """Build the file: schema and namespace by SimStore, rows straight into its tables."""
+    """Build the file: schema and namespace by SimStore, then the rows ``add`` would have
+    written for texts 0..n-1 added in order, straight into its tables."""
     remove_database(path)
     with SimStore(f"sqlite:///{path}") as store:
         ns_id, partition_seconds = store.ns_id, store.partition_seconds
+    started = time.perf_counter()
+    signed = sign_all(n, workers)
+    signing = time.perf_counter()
+    dropped, decided = deduplicate(signed, n, workers)
+    deciding = time.perf_counter()
+    kept = np.ones(n, dtype=bool)
+    kept[[int(verdict.key[1:]) for verdict in dropped]] = False
+    ids = np.cumsum(kept)  # a kept text's row id: its place among the kept, as add numbers them
+
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA synchronous=OFF")
     # no journal for the one-transaction load: a WAL would grow to the file's size (at 50M texts
@@ -189,93 +398,87 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
     connection.execute("PRAGMA cache_size=-1048576")
     connection.execute("BEGIN")
     indexes = _indexes(connection, "simstore_fingerprints")
+    indexes += _indexes(connection, "simstore_decisions")
     for name, _sql in indexes:
         connection.execute(f"DROP INDEX {name}")
-    # every band-key row as one uint64, (key + 2**31) << 32 | fp_id: sorting these in place is
-    # sorting by the primary key (band_key, ns_id, fp_id) of one namespace, in 8 bytes a row
-    # (at 50M texts, 1.2 billion rows: 9.6 GB, where keys, ids and an argsort took 24)
-    packed = np.empty(n * BANDS, dtype=np.uint64)
-    band_rows = 0
-    lengths, fps, digests = [], [], []
-    started = time.perf_counter()
-    signing = 0.0
-    context = multiprocessing.get_context("fork")  # the workers inherit the sentence pool
-    with context.Pool(workers) as pool:
-        tasks = [(first, min(CHUNK, n - first)) for first in range(0, n, CHUNK)]
-        for done, chunk in enumerate(pool.imap(_sign_task, tasks), 1):
-            first = chunk["first"]
-            count = len(chunk["fp"])
-            moments = [moment(i, n) for i in range(first, first + count)]
-            chunk_parts = [partition_of(m, partition_seconds) for m in moments]
-            connection.executemany(
-                "INSERT INTO simstore_fingerprints (id, ns_id, key, fp, b0, b1, b2, b3, "
-                f"added_at, part, text, signature, simhash_indexed) VALUES (?, {ns_id}, ?, ?, "
-                "?, ?, ?, ?, ?, ?, ?, ?, 0)",  # signed: not in the SimHash band indexes
-                (
-                    (i + 1, f"t{i}", fp, *bands, m.strftime(SQLITE_TIME), part, text, signature)
-                    for i, fp, bands, m, part, text, signature in zip(
-                        range(first, first + count), chunk["fp"], chunk["bands"], moments,
-                        chunk_parts, chunk["text"], chunk["signature"], strict=True,
-                    )
-                ),
-            )  # fmt: skip
-            keys = chunk["band_keys"]
-            ids = np.arange(first + 1, first + count + 1, dtype=np.uint64)
-            owners = np.repeat(ids, chunk["counts"])
-            packed[band_rows : band_rows + len(keys)] = (
-                (keys + _KEY_OFFSET).astype(np.uint64) << np.uint64(32)
-            ) | owners
-            band_rows += len(keys)
-            lengths.append(chunk["counts"].astype(np.uint8))
-            fps.append(np.array(chunk["fp"], dtype=np.int64))
-            digests.append(np.array(chunk["digests"], dtype=np.int64))
-            if done % 500 == 0 or first + count == n:
-                seconds = time.perf_counter() - started
-                print(
-                    f"  {first + count:,} texts signed and written in {seconds:,.0f} s "
-                    f"({(first + count) / seconds:,.0f}/s)",
-                    flush=True,
-                )
-        signing = time.perf_counter() - started
+    step = 100_000
+    for first in range(0, n, step):
+        numbers = (np.flatnonzero(kept[first : first + step]) + first).tolist()
+        connection.executemany(
+            "INSERT INTO simstore_fingerprints (id, ns_id, key, fp, b0, b1, b2, b3, "
+            f"added_at, part, text, signature, simhash_indexed) VALUES (?, {ns_id}, ?, ?, "
+            "?, ?, ?, ?, ?, ?, ?, ?, 0)",  # signed: not in the SimHash band indexes
+            (_fingerprint_row(signed, i, int(ids[i]), n, partition_seconds) for i in numbers),
+        )
+    connection.executemany(
+        "INSERT INTO simstore_decisions (id, ns_id, key, fp, decided_at, part, inserted, "
+        f"duplicate_of, distance, measure, score) VALUES (?, {ns_id}, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+        (
+            (k, v.key, to_signed(int(signed.fp[int(v.key[1:])])), *_when(int(v.key[1:]), n,
+             partition_seconds), v.duplicate_of, v.distance, v.measure, v.score)
+            for k, v in enumerate(dropped, 1)
+        ),
+    )  # fmt: skip
+    rows_written = time.perf_counter()
     for _name, sql in indexes:
         connection.execute(sql)
     indexed = time.perf_counter()
-    print(f"  fingerprint indexes made in {indexed - started - signing:,.0f} s", flush=True)
-    rows = packed[:band_rows]
-    rows.sort()
-    step = 1 << 20
-    for first in range(0, band_rows, step):
-        piece = rows[first : first + step]
-        keys = (piece >> np.uint64(32)).astype(np.int64) - _KEY_OFFSET
-        fp_ids = (piece & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    print(f"  rows written in {rows_written - deciding:,.0f} s, indexes made in "
+          f"{indexed - rows_written:,.0f} s", flush=True)  # fmt: skip
+    # the kept texts' band-key rows, their owners renumbered: the order (key, then owner) holds
+    low = np.uint64(0xFFFFFFFF)
+    band_rows = 0
+    for first in range(0, len(signed.band_rows), 1 << 20):
+        piece = signed.band_rows[first : first + (1 << 20)]
+        owners = (piece & low).astype(np.int64) - 1
+        mine = kept[owners]
+        keys = (piece[mine] >> np.uint64(32)).astype(np.int64) - _KEY_OFFSET
         connection.executemany(
             f"INSERT INTO simstore_minhash (band_key, ns_id, fp_id) VALUES (?, {ns_id}, ?)",
-            zip(keys.tolist(), fp_ids.tolist(), strict=True),
+            zip(keys.tolist(), ids[owners[mine]].tolist(), strict=True),
         )
-    del packed, rows
+        band_rows += len(keys)
     minhashed = time.perf_counter()
-    print(f"  {band_rows:,} band-key rows sorted and written in {minhashed - indexed:,.0f} s")
-    all_fps = np.concatenate(fps)  # every text is kept: its row is its decision's record
+    print(f"  {band_rows:,} band-key rows written in {minhashed - indexed:,.0f} s", flush=True)
     connection.execute("COMMIT")
     connection.execute("PRAGMA journal_mode=WAL")  # as simstore keeps its files
     connection.close()
     checkpoint(path)
     ended = time.perf_counter()
-    counts = np.concatenate(lengths)
     return {
         "rows": n,
+        "kept": int(kept.sum()),
+        "kept_day1": int(kept[: n // 2].sum()),
         "band_key_rows": band_rows,
-        "band_keys_per_text": round(band_rows / n, 3),
-        "texts_with_all_keys": round(float((counts == BANDS).mean()), 4),
-        "repeated_fingerprints": int(n - len(np.unique(all_fps))),
-        "repeated_signatures": int(n - len(np.unique(np.concatenate(digests)))),
-        "sign_and_write_rows_s": round(signing),
-        "fingerprint_indexes_s": round(indexed - started - signing),
+        "band_keys_per_text": round(float(signed.counts.mean()), 3),
+        "texts_with_all_keys": round(float((signed.counts == BANDS).mean()), 4),
+        "repeated_fingerprints": int(n - len(np.unique(signed.fp))),
+        "repeated_signatures": int(n - len(np.unique(signed.digests))),
+        **decided,
+        "sign_s": round(signing - started),
+        "decide_s": round(deciding - signing),
+        "write_rows_s": round(rows_written - deciding),
+        "indexes_s": round(indexed - rows_written),
         "minhash_table_s": round(minhashed - indexed),
         "total_s": round(ended - started),
-        "signed_per_s": round(n / signing),
+        "signed_per_s": round(n / (signing - started)),
         "workers": workers,
     }
+
+
+def _when(i: int, n: int, partition_seconds: int) -> tuple[str, int]:
+    """Text ``i``'s moment as SQLite holds it, and its partition."""
+    at = moment(i, n)
+    return at.strftime(SQLITE_TIME), partition_of(at, partition_seconds)
+
+
+def _fingerprint_row(
+    signed: Signed, i: int, row_id: int, n: int, partition_seconds: int
+) -> tuple[Any, ...]:
+    """Kept text ``i``'s fingerprint row, in the columns ``fill`` inserts."""
+    value = int(signed.fp[i])
+    return (row_id, f"t{i}", to_signed(value), *bands(value), *_when(i, n, partition_seconds),
+            signed.text[i], signed.signature[i].tobytes())  # fmt: skip
 
 
 def fill_and_mark(path: Path, n: int, workers: int) -> None:
@@ -351,17 +554,39 @@ def _missing_band_keys(path: Path, expected: list[tuple[str, int, int]]) -> int:
         connection.close()
 
 
+def drawn(path: Path, n: int, count: int, rng: random.Random) -> list[int]:
+    """``count`` distinct text numbers: half drawn from all, half from the dropped ones (a few
+    percent of all), so that both kinds of decision are checked."""
+    connection = sqlite3.connect(path)
+    dropped = [int(key[1:]) for (key,) in connection.execute("SELECT key FROM simstore_decisions")]
+    connection.close()
+    numbers = set(rng.sample(dropped, min(count // 2, len(dropped))))
+    while len(numbers) < min(count, n):
+        numbers.add(rng.randrange(n))
+    return sorted(numbers)
+
+
 def check_sample(path: Path, n: int, count: int, seed: int, band_key_rows: int) -> None:
-    """Add ``count`` of the texts through ``SimStore.add`` into a fresh store; their rows must
-    equal the filled ones: fingerprint and decision rows column by column (ids aside), every band
-    key the API made there under the filled row's id, and as many band keys in all as the fill
-    wrote (its texts' distinct keys). Stops the run when anything differs."""
-    picks = sorted(random.Random(seed).sample(range(n), min(count, n)))
-    keys = [f"t{i}" for i in picks]
+    """Add ``count`` of the texts, and the kept texts the dropped ones among them duplicate,
+    through ``SimStore.add`` in order into a fresh store; their rows must equal the filled ones:
+    fingerprint and decision rows column by column (ids aside), every band key the API made there
+    under the filled row's id, and as many band keys in all as the fill wrote (its kept texts'
+    distinct keys). Stops the run when anything differs."""
+    picks = drawn(path, n, count, random.Random(seed))
+    connection = sqlite3.connect(path)
+    marks = ",".join("?" * len(picks))
+    references = connection.execute(
+        f"SELECT duplicate_of FROM simstore_decisions WHERE key IN ({marks})",
+        [f"t{i}" for i in picks],
+    ).fetchall()
+    (total,) = connection.execute("SELECT COUNT(*) FROM simstore_minhash").fetchone()
+    connection.close()
+    numbers = sorted(set(picks) | {int(key[1:]) for (key,) in references})
+    keys = [f"t{i}" for i in numbers]
     with tempfile.TemporaryDirectory() as tmp:
         small = Path(tmp) / "sample.db"
         with SimStore(f"sqlite:///{small}") as store:
-            for i in picks:
+            for i in numbers:
                 store.add(compose(i), key=f"t{i}", at=moment(i, n))
         expected = _rows(small, keys)
         band_keys = _band_keys(small)
@@ -374,17 +599,15 @@ def check_sample(path: Path, n: int, count: int, seed: int, band_key_rows: int) 
                 f"({len(rows)} vs {len(filled[table])} rows; first differences: {wrong})"
             )
     missing = _missing_band_keys(path, band_keys)
-    connection = sqlite3.connect(path)
-    (total,) = connection.execute("SELECT COUNT(*) FROM simstore_minhash").fetchone()
-    connection.close()
     if missing or total != band_key_rows:
         raise SystemExit(
             f"CHECK FAILED: {missing} of the API's {len(band_keys)} band keys are not in the "
             f"filled file; it holds {total:,} band-key rows, the fill wrote {band_key_rows:,}"
         )
     print(
-        f"  check: {len(keys)} texts added through SimStore.add made the same rows as the fill "
-        f"({len(expected['fingerprints'])} fingerprint, {len(band_keys)} band-key, "
+        f"  check: {len(keys)} texts added through SimStore.add ({len(picks)} drawn, "
+        f"{len(references)} of them duplicates, with what they duplicate) made the same rows as "
+        f"the fill ({len(expected['fingerprints'])} fingerprint, {len(band_keys)} band-key, "
         f"{len(expected['decisions'])} decision rows and the namespace row)",
         flush=True,
     )
@@ -500,28 +723,35 @@ def tail(
             "slowest": [tuple(round(v) for v in row) for row in slowest]}  # fmt: skip
 
 
-def filled_duplicates(store: SimStore, n: int, count: int) -> dict[str, Any]:
-    """How many filled texts ``add`` would not have kept: a sample of texts queried at their own
-    moment, each counted when it matches an earlier filled text (``t{j}``, j < i). The fill keeps
-    every composed text, and the pool's clauses recur (a long clause fills most of a short text),
-    so clusters of mutual near-duplicates are kept that a store filled through ``add`` would hold
-    once; their members' queries confirm every match, which is much of the slowest 1%."""
-    rng = random.Random(f"{SEED}:filled")
-    numbers = [rng.randrange(n // 10, n) for _ in range(count)]  # day 1's first hours may be gone
-    earlier: list[int] = []
-    for i in numbers:
-        matches = store.query(compose(i), now=moment(i, n))
-        earlier.append(sum(m.key[0] == "t" and int(m.key[1:]) < i for m in matches))
-    earlier.sort()
-    return {
-        "sampled": count,
-        "match_an_earlier_text": round(sum(map(bool, earlier)) / count, 4),
-        "earlier_matches_p50_p99_max": [
-            earlier[count // 2],
-            earlier[int(count * 0.99)],
-            earlier[-1],
-        ],
-    }
+def check_decisions(path: Path, n: int, count: int, seed: int) -> dict[str, Any]:
+    """The fill's decisions against the API's on the whole file: ``count`` texts drawn queried
+    at their own moment. A kept one must match no earlier kept text; a dropped one's best
+    earlier match must be the text its decision row names, with its score. Stops the run when
+    either fails."""
+    numbers = drawn(path, n, count, random.Random(f"{seed}:decisions"))
+    connection = sqlite3.connect(path)
+    recorded = dict(
+        connection.execute(
+            "SELECT key, duplicate_of || ' ' || measure || ' ' || score FROM simstore_decisions"
+            f" WHERE key IN ({','.join('?' * len(numbers))})",
+            [f"t{i}" for i in numbers],
+        ).fetchall()
+    )
+    connection.close()
+    wrong = []
+    with SimStore(f"sqlite:///{path}", keep="2d") as store:
+        for i in numbers:
+            earlier = [m for m in store.query(compose(i), now=moment(i, n))
+                       if m.key[0] == "t" and int(m.key[1:]) < i]  # fmt: skip
+            found = f"{earlier[0].key} {earlier[0].measure} {earlier[0].score}" if earlier else None
+            if found != recorded.get(f"t{i}"):
+                wrong.append((i, found, recorded.get(f"t{i}")))
+    if wrong:
+        raise SystemExit(f"CHECK FAILED: {len(wrong)} of {count} texts queried through the API "
+                         f"disagree with the fill's decisions, e.g. {wrong[:3]}")  # fmt: skip
+    print(f"  check: {count} texts queried at their own moments agree with the fill's "
+          f"decisions ({len(recorded)} of them dropped)", flush=True)  # fmt: skip
+    return {"queried": count, "dropped": len(recorded), "disagree": 0}
 
 
 def load() -> float:
@@ -536,7 +766,7 @@ def wait_for_quiet(minutes: float) -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
-def purge_day1(path: Path, minutes: float, n: int) -> dict[str, Any]:
+def purge_day1(path: Path, minutes: float, day1_kept: int) -> dict[str, Any]:
     """``purge`` of day 1 at the end of day 3 in a child process stopped after ``minutes``
     (``bench_window.timed_purge``: purge does not depend on the policy, and deletes the band keys
     of every row with a signature); kept texts purged (each with its band keys), decision rows."""
@@ -545,14 +775,14 @@ def purge_day1(path: Path, minutes: float, n: int) -> dict[str, Any]:
     texts = fingerprint_id - 1
     rate = texts / seconds if seconds else 0.0
     return {
-        "day1_texts": n // 2,
+        "day1_kept_texts": day1_kept,
         "texts_purged": texts,
         "decisions_purged": decision_id - 1,
         "rows_purged": rows,
         "seconds": round(seconds, 1),
         "finished": finished,
         "texts_per_s": round(rate),
-        "whole_day_minutes": round(n // 2 / rate / 60, 1) if rate else None,
+        "whole_day_minutes": round(day1_kept / rate / 60, 1) if rate else None,
     }
 
 
@@ -612,18 +842,21 @@ def main() -> None:
         result["fill"] = json.loads(_marker(path).read_text())
     print(f"  fill: {result['fill']}", flush=True)
     check_sample(path, n, args.check, args.seed, result["fill"]["band_key_rows"])
+    result["decisions_check"] = check_decisions(path, n, args.check, args.seed)
 
     disk = sum(file.stat().st_size for file in _files(path)[:2] if file.exists())
     free = shutil.disk_usage(path.parent).free
+    kept = result["fill"]["kept"]
     result["disk"] = {
         "bytes": disk,
-        "bytes_per_text": round(disk / n),
+        "bytes_per_kept_text": round(disk / kept),
         "projected_50m_gib": round(disk / n * 50e6 / 2**30, 1),
         "free_gib": round(free / 2**30, 1),
     }
     print(
-        f"  file: {disk / 2**30:.2f} GiB = {disk / n:,.0f} bytes per kept text; 50M texts would "
-        f"take ~{disk / n * 50e6 / 2**30:,.0f} GiB (free here: {free / 2**30:,.0f} GiB)"
+        f"  file: {disk / 2**30:.2f} GiB = {disk / kept:,.0f} bytes per kept text ({kept:,} kept "
+        f"of {n:,}); 50M texts added would take ~{disk / n * 50e6 / 2**30:,.0f} GiB (free here: "
+        f"{free / 2**30:,.0f} GiB)"
     )
     work = {
         name: workload(n, count, salt)
@@ -656,8 +889,6 @@ def main() -> None:
         path, work["query_warm"], warm_samples["query_warm"], warm_matched
     )
     print(f"  the slowest 1% of warm queries: {timings['query_warm_tail']}", flush=True)
-    result["filled_duplicates"] = filled_duplicates(store, n, args.check)
-    print(f"  filled texts that add would not have kept: {result['filled_duplicates']}")
     result["timings"] = timings
     result["memory_mib"] = memory()
     print(f"  memory after the queries and adds (MiB): {result['memory_mib']}")
@@ -666,11 +897,11 @@ def main() -> None:
     ).stdout.strip()
     store.close()
     sizes = sqlite_sizes(path)  # per filled text (the adds' few thousand rows are in the sizes)
-    report("SQLite (dbstat), default policy", sizes, n, n)
+    report("SQLite (dbstat), default policy", sizes, kept, n)
     result["sizes"] = {name: size for _table, name, size in sizes}
     save(args.json, result)
     if not args.no_purge:
-        result["purge"] = purge_day1(path, args.purge_minutes, n)
+        result["purge"] = purge_day1(path, args.purge_minutes, result["fill"]["kept_day1"])
         print(f"  purge of day 1: {result['purge']}")
         save(args.json, result)
 
