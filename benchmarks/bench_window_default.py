@@ -92,6 +92,7 @@ from simstore.verify import DEFAULT_POLICY, Item, MinHashVerification
 HERE = Path(__file__).resolve().parent
 SPAN = timedelta(days=2)
 CHUNK = 1000  # texts signed per task
+PIECE = 1 << 24  # band-key rows a numpy pass reads at once (at 50M texts they are 6.4 GB)
 _KEY_OFFSET = 2**31  # band keys are signed 32-bit values (simstore.minhash.band_keys)
 SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"  # how simstore's SQLAlchemy DateTime stores a time on SQLite
 # the pool's pieces: clauses (a sentence cut at its commas, semicolons and colons too), so that two
@@ -252,18 +253,15 @@ def candidate_pairs(signed: Signed) -> tuple[npt.NDArray[np.int64], npt.NDArray[
     one key are a pair; a text's keys are distinct, so a pair's rows count its shared keys."""
     rows = signed.band_rows
     low = np.uint64(0xFFFFFFFF)
-    step = 1 << 24  # in pieces: at 50M texts the rows alone are 6.4 GB
 
     def number(at: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         return (rows[at] & low).astype(np.int64) - 1
 
+    last = len(rows) - 1
     at = np.concatenate(
         [
-            np.flatnonzero(
-                rows[first + 1 : first + step + 1] >> 32 == rows[first : first + step] >> 32
-            )
-            + first
-            for first in range(0, len(rows) - 1, step)
+            np.flatnonzero(rows[f + 1 : t + 1] >> 32 == rows[f:t] >> 32) + f
+            for f, t in ((f, min(f + PIECE, last)) for f in range(0, last, PIECE))
         ]
     )  # rows followed by a row of their key
     codes = []
