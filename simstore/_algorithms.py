@@ -369,10 +369,41 @@ _NUMPY_FROM = 400  # characters from which the numpy word filter beats the regex
 
 def default_normalise(text: str) -> str:
     """NFKC, casefold, then the runs of word characters joined by single spaces."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    folded = nfkc(text).casefold()
     if len(folded) >= _NUMPY_FROM and "\x00" not in folded:
         return _words_joined(folded).strip(" ")  # the same words, each run of others one space
     return " ".join(_WORD_RUNS.findall(folded))
+
+
+def nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, fast on most text NFKC must change.
+
+    NFKC is slow on any text that fails its quick check, and Chinese text nearly always does:
+    fullwidth punctuation ('，' U+FF0C), ideographic and no-break spaces, the ellipsis. NFKC maps
+    each of these on its own to ASCII, and replacing a character by its own NFKC never changes
+    the NFKC of the whole (both have one compatibility decomposition, from which NFKC is made),
+    so they are folded first with numpy (``fold_to_ascii``), after which most texts pass the
+    quick check that ``normalize`` makes first.
+    """
+    if text.isascii():  # ASCII is NFKC
+        return text
+    return unicodedata.normalize("NFKC", fold_to_ascii(text))
+
+
+_ELLIPSIS = "\u2026"  # NFKC: "..."
+
+
+def fold_to_ascii(text: str) -> str:
+    """The characters that NFKC alone maps to ASCII and text often holds, replaced by that
+    ASCII: fullwidth forms U+FF01..U+FF5E, U+3000 and U+00A0 (spaces), U+2026 ("...")."""
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4").copy()
+    fullwidth = (points >= 0xFF01) & (points <= 0xFF5E)
+    space = (points == 0x3000) | (points == 0xA0)
+    if fullwidth.any() or space.any():
+        points[fullwidth] -= 0xFEE0
+        points[space] = 0x20
+        text = points.tobytes().decode("utf-32-le", "surrogatepass")
+    return text.replace(_ELLIPSIS, "...") if _ELLIPSIS in text else text
 
 
 _normalise_recent = lru_cache(maxsize=8)(default_normalise)
@@ -418,24 +449,15 @@ def default_normalise_many(texts: Sequence[str]) -> list[str]:
 
     The texts are joined with NUL, a hard boundary for NFKC (a starter that composes with
     nothing), for casefold (context-free) and for the word filter, so the result splits back into
-    the per-text results. NFKC is slow on any text it must change, and Chinese text nearly always
-    holds fullwidth punctuation ('，' U+FF0C). NFKC maps each fullwidth ASCII form U+FF01..U+FF5E
-    on its own to U+0021..U+007E, and U+3000 to a space; replacing single characters by their own
-    NFKC never changes the NFKC of the whole, so they are folded first with numpy, after which most
-    batches pass NFKC's quick check and only the texts that fail it are normalised in full.
+    the per-text results. The batch is folded as ``nfkc`` folds a text, and only the texts that
+    fail NFKC's quick check then are normalised in full.
     """
     if len(texts) == 1:  # one add or query: its fingerprint and its policy normalise it alike
         return [_normalise_recent(texts[0])]
     joined = "\x00".join(texts)
     if joined.count("\x00") != len(texts) - 1:  # some text holds NUL itself (or there is none)
         return [default_normalise(text) for text in texts]
-    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4").copy()
-    fullwidth = (points >= 0xFF01) & (points <= 0xFF5E)
-    space = points == 0x3000
-    if fullwidth.any() or space.any():
-        points[fullwidth] -= 0xFEE0
-        points[space] = 0x20
-        joined = points.tobytes().decode("utf-32-le", "surrogatepass")
+    joined = fold_to_ascii(joined)
     if not unicodedata.is_normalized("NFKC", joined):
         joined = "\x00".join(
             piece

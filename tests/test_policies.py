@@ -26,6 +26,7 @@ from simstore.verify import (
     Policy,
     SimHashOnly,
     SimHashVerification,
+    _cjk_characters,
     check_policy,
     strip_markup,
 )
@@ -258,6 +259,23 @@ def test_markup_is_not_compared() -> None:
     assert stripped < similarity.jaccard(plain.prepare(a), plain.prepare(b))
     html = "<p>The <b>quick</b> fox &amp; the dog</p>"
     assert default_normalise(policy.prepare(html)) == "the quick fox the dog"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(
+        st.one_of(
+            st.characters(min_codepoint=0x3000, max_codepoint=0xA000),  # kana, the ideographs
+            st.characters(min_codepoint=0xF800, max_codepoint=0xFB10),  # compatibility ones
+            st.characters(codec="utf-8"),
+        ),
+        max_size=600,  # both sides of the numpy count's length
+    )
+)
+def test_counting_chinese_and_japanese_characters(text: str) -> None:
+    # the reference: a character class of the same ranges, written out here
+    expected = len(re.findall(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]", text))
+    assert _cjk_characters(text) == expected
 
 
 def test_a_long_text_mostly_in_chinese_has_its_own_threshold() -> None:

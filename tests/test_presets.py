@@ -32,7 +32,9 @@ from simstore._algorithms import (
     char_ngram_splitmix,
     default_normalise,
     default_normalise_many,
+    fold_to_ascii,
     jieba_keywords,
+    nfkc,
     string_hash,
 )
 from simstore.errors import UnknownPreset
@@ -142,7 +144,9 @@ CJK = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
 EMOJI = st.characters(min_codepoint=0x1F300, max_codepoint=0x1FAFF)
 ASCII = st.characters(min_codepoint=0x20, max_codepoint=0x7E)
 PUNCTUATION = st.sampled_from("，。！？、；：「」『』（）…—·　!?.,;:'\"()[]<>@#%&*-_=+ \t\n")
-ODD = st.sampled_from("ß\u0130\u03a3\u0301\u00e9\ufb01\u2460\u2122\uff21\uff41\ud7a3\x00\x85\u3000")
+ODD = st.sampled_from(
+    "ß\u0130\u03a3\u0301\u00e9\ufb01\u2460\u2122\uff21\uff41\ud7a3\x00\x85\u3000\u00a0\u2026\u0308"
+)
 ANY_CHARACTER = st.characters(codec="utf-8")  # every code point but the surrogates
 MIXED = st.text(st.one_of(CJK, ASCII, PUNCTUATION, EMOJI, ODD, ANY_CHARACTER), max_size=80)
 REPETITIVE = st.builds(
@@ -554,11 +558,26 @@ def test_the_word_table_says_what_re_says_of_every_code_point_it_covers() -> Non
         assert (table[point] == point) if word else (table[point] == 0x20), hex(point)
 
 
-def test_fullwidth_folding_is_what_nfkc_does_to_each_character() -> None:
-    # default_normalise_many folds these characters itself before asking NFKC
-    for point in range(0xFF01, 0xFF5F):
-        assert unicodedata.normalize("NFKC", chr(point)) == chr(point - 0xFEE0)
-    assert unicodedata.normalize("NFKC", "\u3000") == " "
+def test_folding_is_what_nfkc_does_to_each_character_it_folds() -> None:
+    # nfkc folds some characters itself before asking unicodedata: each code point (surrogates
+    # aside, which UTF-32 cannot hold alone) must be left alone or become its own NFKC
+    points = [p for p in range(1, 0x110000) if not 0xD800 <= p <= 0xDFFF]
+    images = fold_to_ascii("\x00".join(map(chr, points))).split("\x00")
+    changed = 0
+    for point, image in zip(points, images, strict=True):
+        if image != chr(point):
+            assert image == unicodedata.normalize("NFKC", chr(point)), hex(point)
+            changed += 1
+    assert changed == 0xFF5E - 0xFF01 + 1 + 3  # the fullwidth forms, two spaces, the ellipsis
+
+
+@SETTINGS
+@given(st.one_of(MIXED, st.text(ODD, max_size=12), st.text(st.one_of(CJK, PUNCTUATION))))
+@example("e\u2026\u0301")  # a combining mark after a folded character
+@example("\u00a0\u0301x\uff41\u0308")
+def test_nfkc_is_unicodedatas(text: str) -> None:
+    assert nfkc(text) == unicodedata.normalize("NFKC", text)
+    assert default_normalise(text) == normalise_reference(text)
 
 
 NEAR_DUPLICATES = [
