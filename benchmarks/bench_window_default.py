@@ -93,6 +93,7 @@ HERE = Path(__file__).resolve().parent
 SPAN = timedelta(days=2)
 CHUNK = 1000  # texts signed per task
 PIECE = 1 << 24  # band-key rows a numpy pass reads at once (at 50M texts they are 6.4 GB)
+BUCKETS = 16  # ranges of new texts whose candidate pairs are counted apart
 _KEY_OFFSET = 2**31  # band keys are signed 32-bit values (simstore.minhash.band_keys)
 SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"  # how simstore's SQLAlchemy DateTime stores a time on SQLite
 # the pool's pieces: clauses (a sentence cut at its commas, semicolons and colons too), so that two
@@ -264,20 +265,29 @@ def candidate_pairs(signed: Signed) -> tuple[npt.NDArray[np.int64], npt.NDArray[
             for f, t in ((f, min(f + PIECE, last)) for f in range(0, last, PIECE))
         ]
     )  # rows followed by a row of their key
-    codes = []
+    # the pairs' codes (new << 32 | old) kept sorted in pieces by new, so that each range of new
+    # texts is counted apart: the raw codes grow with the square of the texts (a 10M fill makes
+    # ~300M), and one np.unique over all of them would need several copies at once
+    bounds = np.linspace(0, len(signed.fp), BUCKETS + 1).astype(np.int64) << 32
+    pieces: list[list[npt.NDArray[np.int64]]] = [[] for _ in range(BUCKETS)]
     gap = 1
     while at.size:
-        codes.append((number(at + gap) << 32) | number(at))  # new << 32 | old
+        codes = np.sort((number(at + gap) << 32) | number(at))
+        cuts = np.searchsorted(codes, bounds)
+        for bucket in range(BUCKETS):
+            pieces[bucket].append(codes[cuts[bucket] : cuts[bucket + 1]])
         gap += 1
         at = at[at + gap < len(rows)]
         at = at[rows[at + gap] >> 32 == rows[at] >> 32]  # a run of one key holds every row between
-    if not codes:
-        empty = np.empty(0, dtype=np.int64)
-        return empty, empty
-    pairs, shared = np.unique(np.concatenate(codes), return_counts=True)
-    new, old = pairs >> 32, pairs & 0xFFFFFFFF
-    wanted = shared >= signed.min_shared[new]
-    return new[wanted], old[wanted]
+    new_parts, old_parts = [], []
+    for bucket in range(BUCKETS):
+        pairs, shared = np.unique(np.concatenate(pieces[bucket]), return_counts=True)
+        pieces[bucket] = []
+        new, old = pairs >> 32, pairs & 0xFFFFFFFF
+        wanted = shared >= signed.min_shared[new]
+        new_parts.append(new[wanted])
+        old_parts.append(old[wanted])
+    return np.concatenate(new_parts), np.concatenate(old_parts)
 
 
 def passes_prefilter(signed: Signed, new: npt.NDArray[np.int64], old: npt.NDArray[np.int64],
