@@ -81,7 +81,7 @@ from bench_peers import _files, _marker, cache_file, checkpoint, machine, remove
 from bench_store import percentile
 from bench_window import DAY1, END_OF_DAY2, _lowest_ids, memory, timed_purge
 
-from simstore import batch, minhash
+from simstore import batch
 from simstore.batch import Edge, Verdict
 from simstore.encoding import bands, to_signed
 from simstore.minhash import BANDS, VALUES
@@ -292,12 +292,9 @@ def candidate_pairs(signed: Signed) -> tuple[npt.NDArray[np.int64], npt.NDArray[
 
 def passes_prefilter(signed: Signed, new: npt.NDArray[np.int64], old: npt.NDArray[np.int64],
                      policy: MinHashVerification) -> npt.NDArray[np.bool_]:  # fmt: skip
-    """The pairs whose signature estimate reaches the lowest bar of any of the policy's rules
-    (its prefilter and both long thresholds): the others it refuses without reading further,
-    so only these need ``confirm`` (a sound filter, not a second copy of the rule)."""
-    bars = [policy.prefilter, policy.long_threshold, policy.cjk_long_threshold]
-    lowest = min(bar for bar in bars if bar is not None)
-    least = next(m for m in range(VALUES + 1) if minhash.jaccard(m) >= lowest)
+    """The pairs whose signatures share enough values to match under any of the policy's rules
+    (``least_equal_values``): the others it refuses unread, so only these need ``confirm``."""
+    least = policy.least_equal_values()
     out = np.empty(len(new), dtype=bool)
     step = 1 << 20
     for first in range(0, len(new), step):

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any, NamedTuple
 
+import numpy as np
 from sqlalchemy.engine import Connection
 
 from simstore import _prepared as prepared
@@ -90,6 +91,21 @@ class BatchIndex:
         return [  # any order: matches are sorted by (distance, time, key)
             j for j in near.union(shared) if is_candidate(item, self._kept[j], shared.get(j, 0))
         ]
+
+
+def _sharing_values(
+    rows: Sequence[Sequence[Any]], signature: bytes, least: int
+) -> Sequence[Sequence[Any]]:
+    """The rows (``prepared.rows_by_id``'s columns) whose signature shares at least ``least``
+    values with ``signature``, counted in one numpy pass: a short text's band keys can lead to
+    hundreds of rows that share one band and little else, and making and confirming each was a
+    third of such a query. Rows of another signature length are all kept, for the policy."""
+    stored = [row[5] for row in rows]
+    if any(value is None or len(value) != len(signature) for value in stored):
+        return rows
+    matrix = np.frombuffer(b"".join(stored), np.uint8).reshape(len(rows), len(signature))
+    equal = (matrix == np.frombuffer(signature, np.uint8)).sum(axis=1) >= least
+    return [row for row, enough in zip(rows, equal.tolist(), strict=True) if enough]
 
 
 def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -240,9 +256,9 @@ class Finder:
                 row_id for row_id, value in rows if ((value ^ query) & MASK64).bit_count() <= radius
             }
         details: dict[int, Kept] = {}
+        keyed: set[int] = set()
         if item.band_keys:  # candidates by band keys come with their details: one round trip
-            details = self._sharing_keys(conn, item, params, rule.policy.min_shared(item))
-        keyed = set(details)
+            keyed, details = self._sharing_keys(conn, item, params, rule.policy)
         if near - keyed:
             details.update(self._row_details(conn, near - keyed))
         if not details:
@@ -275,15 +291,20 @@ class Finder:
         return sort_matches([match for match in decided if match is not None])
 
     def _sharing_keys(
-        self, conn: Connection, item: Item, params: Mapping[str, Any], least: int
-    ) -> dict[int, Kept]:
-        """The rows sharing at least ``least`` of one item's band keys (the database counts),
-        with what confirming them needs."""
+        self, conn: Connection, item: Item, params: Mapping[str, Any], policy: Policy
+    ) -> tuple[set[int], dict[int, Kept]]:
+        """The ids of the rows sharing enough of one item's band keys (``Policy.min_shared``; the
+        database counts), and what confirming them needs of those whose signature shares enough
+        values with the item's to match at all (``Policy.least_equal_values``)."""
         keys = item.band_keys  # distinct (Policy.sign)
         statement = prepared.rows_sharing_band_keys(conn.dialect, len(keys), "cutoff" in params)
         values = {f"k{j}": key for j, key in enumerate(keys)}
-        rows = statement.run(conn, {**params, **values, "least": least})
-        return self._as_kept(rows)
+        found = statement.run(conn, {**params, **values, "least": policy.min_shared(item)})
+        ids = {int(row[0]) for row in found}
+        least = policy.least_equal_values()
+        if least is not None and item.signature is not None and len(found) > 1:
+            return ids, self._as_kept(_sharing_values(found, item.signature, least))
+        return ids, self._as_kept(found)
 
     def _lsh_candidates(
         self, conn: Connection, items: Sequence[Item], params: Mapping[str, Any], policy: Policy

@@ -107,6 +107,12 @@ class _Scores:
         return jaccard_of_sets(grams, char_ngrams(b, 3))
 
 
+@functools.lru_cache(maxsize=16)
+def _values_for(estimate: float) -> int:
+    """The fewest equal signature values whose estimate (``minhash.jaccard``) reaches this."""
+    return next(m for m in range(minhash.VALUES + 1) if minhash.jaccard(m) >= estimate)
+
+
 def _check_measure(measure: object) -> None:
     if measure not in MEASURES:
         raise InvalidInput(f"measure must be one of {MEASURES}, not {measure!r}")
@@ -155,6 +161,12 @@ class Policy(ABC):
     def min_shared(self, item: Item) -> int:
         """How many band keys a kept text must share with ``item`` to be its candidate."""
         return self.min_bands
+
+    def least_equal_values(self) -> int | None:
+        """The fewest MinHash signature values two signed texts can share and still match (a bar
+        under every rule of the policy: a kept row below it is passed over unconfirmed); None
+        when the policy has no such bar."""
+        return None
 
     def is_candidate(self, item: Item, kept: Item, shared_band_keys: int) -> bool:
         """Whether an earlier ``kept`` item is a candidate of ``item`` (the store's rule, for
@@ -411,7 +423,10 @@ class MinHashVerification(Policy):
             left = np.frombuffer(b"".join(items[i].signature or b"" for i in signed), np.uint8)
             right = np.frombuffer(b"".join(kept[i].signature or b"" for i in signed), np.uint8)
             equal = (left == right).reshape(len(signed), minhash.VALUES).sum(axis=1)
+            least = self.least_equal_values()
             for i, count in zip(signed, equal.tolist(), strict=True):
+                if count < least:  # refused by every rule (most of a short text's candidates)
+                    continue
                 a, b = items[i], kept[i]
                 distance = (a.fingerprint ^ b.fingerprint).bit_count()
                 out[i] = self._decide(a, b, distance, minhash.jaccard(count), scores)
@@ -444,6 +459,13 @@ class MinHashVerification(Policy):
         return Match(
             kept.key, kept.fingerprint, distance, kept.added_at, self.measure, round(score, 6)
         )
+
+    def least_equal_values(self) -> int:
+        """The values an estimate of the lowest of ``prefilter``, ``long_threshold`` and
+        ``cjk_long_threshold`` needs: ``_decide`` refuses every pair below it. A subclass whose
+        rule matches lower estimates must lower this too."""
+        bars = (self.prefilter, self.long_threshold, self.cjk_long_threshold)
+        return _values_for(min(bar for bar in bars if bar is not None))
 
     def min_shared(self, item: Item) -> int:
         """One shared band key for a short text, ``min_bands`` for a long one (whose estimate

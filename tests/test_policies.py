@@ -37,6 +37,9 @@ EDITED = (
     "Just tried the new hiking boots from Pelham! Looks nice, but stopped working after a week."
 )
 OTHER = "The quarterly report shows revenue growth in every region except the north."
+ZH_LONG = "".join(
+    f"第{i}段：今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。" for i in range(12)
+)
 
 
 def planned(policy: Policy, key: str, text: str, max_distance: int = 3) -> Item:
@@ -98,6 +101,40 @@ def test_confirm_many_equals_confirm_pair_by_pair() -> None:
     one_by_one = [policy.confirm(a, b, 3) for a, b in zip(news, olds, strict=True)]
     assert policy.confirm_many(news, olds, 3) == one_by_one
     assert sum(match is not None for match in one_by_one) > len(items)  # not all None
+
+
+def _sharing(signature: bytes, equal: int) -> bytes:
+    """A signature that agrees with ``signature`` on exactly its first ``equal`` values."""
+    return signature[:equal] + bytes((value + 1) % 256 for value in signature[equal:])
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        MinHashVerification(),
+        MinHashVerification(prefilter=0.8, long_threshold=0.6, cjk_long_threshold=None),
+        MinHashVerification(prefilter=0.7, long_threshold=0.9, cjk_long_threshold=0.5),
+    ],
+)
+def test_no_rule_matches_below_the_least_equal_values(policy: MinHashVerification) -> None:
+    short = planned(policy, "a", TEXT)  # an identical short text: only the estimate refuses it
+    long_text = " ".join(
+        f"Sentence number {i} tells of the harbour and the ships." for i in range(9)
+    )
+    long = planned(policy, "b", long_text)
+    chinese = planned(policy, "c", ZH_LONG)
+    assert short.text is not None and long.text is None and chinese.mostly_cjk
+    least = policy.least_equal_values()
+    assert 0 < least < minhash.VALUES
+    for equal, expect_some in ((least - 1, False), (least, True)):
+        decided = []
+        for item in (short, long, chinese):
+            assert item.signature is not None
+            kept = kept_of(item)._replace(signature=_sharing(item.signature, equal))
+            decided.append(policy.confirm(item, kept, 3))
+            assert policy.confirm_many([item], [kept], 3) == decided[-1:]
+        # below the bar every kind of pair is refused; at it, the rule with the lowest bar matches
+        assert any(match is not None for match in decided) is expect_some, (equal, decided)
 
 
 def test_an_unplanned_item_is_decided_by_distance_under_every_policy() -> None:

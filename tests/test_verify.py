@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import random
+import string
+from dataclasses import dataclass
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from simstore import fingerprint, hamming
+from simstore import batch, fingerprint, hamming, minhash
 from simstore.errors import InvalidInput
-from simstore.verify import SimHashOnly, SimHashVerification
+from simstore.verify import MinHashVerification, SimHashOnly, SimHashVerification
 from tests.conftest import StoreFactory
 
 ORIGINAL = "Just tried the new hiking boots from Pelham. Looks nice, stopped working after a week!"
@@ -109,3 +113,52 @@ def test_long_texts_keep_the_plain_radius_under_simhash_verification(
 def test_bad_policies_are_refused(options: dict[str, object]) -> None:
     with pytest.raises(InvalidInput):
         SimHashVerification(**options)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _EveryCandidate(MinHashVerification):
+    """The default rule without its bar: every candidate is read and confirmed in full."""
+
+    def least_equal_values(self) -> int:
+        return 0
+
+
+def test_candidates_under_the_bar_are_passed_over_without_changing_a_match(
+    make_store: StoreFactory,
+) -> None:
+    rng = random.Random(5)
+    words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(3000)]
+    notice = "Please read the notice about the library opening hours."
+
+    def tail(count: int) -> str:
+        return " ".join(rng.choices(words, k=count))
+
+    def with_words_inserted(text: str, count: int) -> str:
+        tokens = text.split()
+        for _ in range(count):
+            tokens.insert(rng.randrange(len(tokens) + 1), rng.choice(words))
+        return " ".join(tokens)
+
+    kept = [f"{notice} {tail(12)}" for _ in range(300)]
+    # one shared sentence with a short tail (band keys shared with many kept texts, little else),
+    # and kept texts with nine words inserted: near-duplicates by the exact measure whose
+    # signatures share a little more than the bar (34): 41 to 67 of 96 values, so that a bar
+    # 8 values too high changes answers (checked)
+    queries = [f"{notice} {tail(3)}" for _ in range(30)]
+    queries += [with_words_inserted(text, 9) for text in kept[:30]]
+    signed_kept, signed_queries = batch.sign(kept), batch.sign(queries)
+    least = MinHashVerification().least_equal_values()
+    under_the_bar = sum(
+        minhash.matches(query.signature or b"", other.signature or b"") < least
+        for query in signed_queries
+        for other in signed_kept
+        if set(query.band_keys) & set(other.band_keys)
+    )
+    assert under_the_bar > 100  # candidates the bar passes over
+
+    store = make_store()
+    assert all(d.inserted for d in store.add_many([(f"k{i}", t) for i, t in enumerate(kept)]))
+    plain = make_store(policy=_EveryCandidate())
+    answers = [store.query(text) for text in queries]
+    assert answers == [plain.query(text) for text in queries]
+    assert sum(bool(found) for found in answers) >= 10
