@@ -87,13 +87,14 @@ from simstore.encoding import bands, to_signed
 from simstore.minhash import BANDS, VALUES
 from simstore.retention import partition_of
 from simstore.store import SimStore
-from simstore.verify import DEFAULT_POLICY, Item, MinHashVerification
+from simstore.verify import DEFAULT_POLICY, Item
 
 HERE = Path(__file__).resolve().parent
 SPAN = timedelta(days=2)
 CHUNK = 1000  # texts signed per task
 PIECE = 1 << 24  # band-key rows a numpy pass reads at once (at 50M texts they are 6.4 GB)
 BUCKETS = 16  # ranges of new texts whose candidate pairs are counted apart
+SIGNATURE_PAIRS = 1 << 20  # raw pairs whose signatures are compared at once (2 x 96 MB)
 _KEY_OFFSET = 2**31  # band keys are signed 32-bit values (simstore.minhash.band_keys)
 SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"  # how simstore's SQLAlchemy DateTime stores a time on SQLite
 # the pool's pieces: clauses (a sentence cut at its commas, semicolons and colons too), so that two
@@ -246,17 +247,34 @@ def sign_all(n: int, workers: int) -> Signed:
     return Signed(fp, text, signature, mostly_cjk, min_shared, rows, counts, digests)
 
 
-def candidate_pairs(signed: Signed) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def candidate_pairs(
+    signed: Signed, least_equal: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]:
     """Every (new, old) pair of text numbers, old < new, that shares at least ``min_shared(new)``
     band keys (``Policy.is_candidate`` for signed texts: every filled text is signed, so the
-    SimHash radius never makes a candidate), sorted by new then old. From the sorted band-key
-    rows: the rows of one key lie together in number order, and rows d apart within a run of
-    one key are a pair; a text's keys are distinct, so a pair's rows count its shared keys."""
+    SimHash radius never makes a candidate) and whose signatures agree on at least
+    ``least_equal`` values (``Policy.least_equal_values``: the others no rule confirms), sorted
+    by new then old; and how many raw pairs (one per shared key) were looked at.
+
+    From the sorted band-key rows: the rows of one key lie together in number order, and rows d
+    apart within a run of one key are a pair; a text's keys are distinct, so a pair's rows count
+    its shared keys. A key that H texts hold makes H**2 / 2 raw pairs (a boilerplate key: 7,348
+    holders at 5M), so the signatures are compared as the pairs are made and only the pairs that
+    agree enough are kept to be counted: at 10M, counting every raw pair ran out of 24 GB."""
     rows = signed.band_rows
     low = np.uint64(0xFFFFFFFF)
 
     def number(at: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         return (rows[at] & low).astype(np.int64) - 1
+
+    def agreeing(new: npt.NDArray[np.int64], old: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        out = np.empty(0, dtype=np.int64)
+        parts = [out]
+        for first in range(0, len(new), SIGNATURE_PAIRS):
+            a, b = new[first : first + SIGNATURE_PAIRS], old[first : first + SIGNATURE_PAIRS]
+            equal = (signed.signature[a] == signed.signature[b]).sum(axis=1) >= least_equal
+            parts.append((a[equal] << 32) | b[equal])
+        return np.concatenate(parts)
 
     last = len(rows) - 1
     at = np.concatenate(
@@ -265,14 +283,14 @@ def candidate_pairs(signed: Signed) -> tuple[npt.NDArray[np.int64], npt.NDArray[
             for f, t in ((f, min(f + PIECE, last)) for f in range(0, last, PIECE))
         ]
     )  # rows followed by a row of their key
-    # the pairs' codes (new << 32 | old) kept sorted in pieces by new, so that each range of new
-    # texts is counted apart: the raw codes grow with the square of the texts (a 10M fill makes
-    # ~300M), and one np.unique over all of them would need several copies at once
+    # the kept codes (new << 32 | old) sorted in pieces by new, so that each range of new texts
+    # is counted apart
     bounds = np.linspace(0, len(signed.fp), BUCKETS + 1).astype(np.int64) << 32
     pieces: list[list[npt.NDArray[np.int64]]] = [[] for _ in range(BUCKETS)]
-    gap = 1
+    gap, raw = 1, 0
     while at.size:
-        codes = np.sort((number(at + gap) << 32) | number(at))
+        raw += len(at)
+        codes = np.sort(agreeing(number(at + gap), number(at)))
         cuts = np.searchsorted(codes, bounds)
         for bucket in range(BUCKETS):
             pieces[bucket].append(codes[cuts[bucket] : cuts[bucket + 1]])
@@ -287,21 +305,7 @@ def candidate_pairs(signed: Signed) -> tuple[npt.NDArray[np.int64], npt.NDArray[
         wanted = shared >= signed.min_shared[new]
         new_parts.append(new[wanted])
         old_parts.append(old[wanted])
-    return np.concatenate(new_parts), np.concatenate(old_parts)
-
-
-def passes_prefilter(signed: Signed, new: npt.NDArray[np.int64], old: npt.NDArray[np.int64],
-                     policy: MinHashVerification) -> npt.NDArray[np.bool_]:  # fmt: skip
-    """The pairs whose signatures share enough values to match under any of the policy's rules
-    (``least_equal_values``): the others it refuses unread, so only these need ``confirm``."""
-    least = policy.least_equal_values()
-    out = np.empty(len(new), dtype=bool)
-    step = 1 << 20
-    for first in range(0, len(new), step):
-        a = signed.signature[new[first : first + step]]
-        b = signed.signature[old[first : first + step]]
-        out[first : first + step] = (a == b).sum(axis=1) >= least
-    return out
+    return np.concatenate(new_parts), np.concatenate(old_parts), raw
 
 
 def _item(number: int) -> Item:
@@ -335,12 +339,8 @@ def deduplicate(signed: Signed, n: int, workers: int) -> tuple[list[Verdict], di
     each text's moment). The verdicts of texts in an edge (every other text is kept), in order."""
     global SIGNED
     started = time.perf_counter()
-    new, old = candidate_pairs(signed)
+    new_near, old_near, raw = candidate_pairs(signed, DEFAULT_POLICY.least_equal_values() or 0)
     paired = time.perf_counter()
-    policy = DEFAULT_POLICY
-    assert isinstance(policy, MinHashVerification)
-    near = passes_prefilter(signed, new, old, policy)
-    new_near, old_near = new[near], old[near]
     SIGNED = signed
     step = 20_000
     tasks = [
@@ -359,8 +359,8 @@ def deduplicate(signed: Signed, n: int, workers: int) -> tuple[list[Verdict], di
     )
     dropped = sum(not verdict.kept for verdict in verdicts)
     figures = {
-        "candidate_pairs": len(new),
-        "pairs_past_prefilter": len(new_near),
+        "raw_pairs": raw,  # one per key a pair shares
+        "candidate_pairs_past_prefilter": len(new_near),
         "confirmed_pairs": len(edges),
         "texts_dropped": dropped,
         "texts_kept": n - dropped,
