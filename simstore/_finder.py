@@ -34,6 +34,9 @@ ROWS_REFRESH_SECONDS = 60.0
 _ONE_VALUE_PER_BAND = [tuple((band, 1) for band in range(r + 1)) for r in range(BAND_COUNT)]
 _SINGLE_VALUE_NAMES = tuple(f"v{i}_0" for i in range(BAND_COUNT))
 UNSIGNED_REFRESH_SECONDS = 1.0
+# from this many band-key candidates a numpy pass over their signatures, before they are made
+# and confirmed, costs less than it saves (below it, confirming them is cheaper than the pass)
+MANY_CANDIDATES = 16
 
 
 class Rule(NamedTuple):
@@ -302,7 +305,7 @@ class Finder:
         found = statement.run(conn, {**params, **values, "least": policy.min_shared(item)})
         ids = {int(row[0]) for row in found}
         least = policy.least_equal_values()
-        if least is not None and item.signature is not None and len(found) > 1:
+        if least is not None and item.signature is not None and len(found) >= MANY_CANDIDATES:
             return ids, self._as_kept(_sharing_values(found, item.signature, least))
         return ids, self._as_kept(found)
 

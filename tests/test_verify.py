@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from simstore import batch, fingerprint, hamming, minhash
+from simstore import _finder, batch, fingerprint, hamming, minhash
 from simstore.errors import InvalidInput
 from simstore.verify import MinHashVerification, SimHashOnly, SimHashVerification
 from tests.conftest import StoreFactory
@@ -123,9 +123,11 @@ class _EveryCandidate(MinHashVerification):
         return 0
 
 
+@pytest.mark.parametrize("many", [1, _finder.MANY_CANDIDATES])
 def test_candidates_under_the_bar_are_passed_over_without_changing_a_match(
-    make_store: StoreFactory,
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch, many: int
 ) -> None:
+    monkeypatch.setattr(_finder, "MANY_CANDIDATES", many)  # 1: every query's rows are filtered
     rng = random.Random(5)
     words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(3000)]
     notice = "Please read the notice about the library opening hours."
