@@ -7,11 +7,12 @@ All scores lie in [0, 1], 1 meaning identical. Texts are compared after the defa
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from rapidfuzz.distance import OSA, Indel, Levenshtein
 
@@ -124,9 +125,9 @@ def replacements(a: str, b: str) -> tuple[int, bool]:
     near-duplicates is checked against each of its matches, and difflib's alignment was ~80% of
     such a query's time at 10M kept texts.
     """
-    left, counts_left = _token_counts(a)
-    right, counts_right = _token_counts(b)
-    only_left, only_right = _excess(counts_left, counts_right), _excess(counts_right, counts_left)
+    left, right = _tokenised(a), _tokenised(b)
+    only_left = _excess(left.counts, right.counts)
+    only_right = _excess(right.counts, left.counts)
     numbers = any(t.isdigit() for t in only_left) and any(t.isdigit() for t in only_right)
     unmatched = min(sum(only_left.values()), sum(only_right.values()))
     if unmatched == 0:  # only insertions, deletions or a new order: nothing stands in
@@ -135,29 +136,42 @@ def replacements(a: str, b: str) -> tuple[int, bool]:
         return (0 if _is_typo(list(only_left), list(only_right)) else 1), numbers
     replaced = 0
     end_left = end_right = 0
-    for block in Indel.editops(left, right).as_matching_blocks():
-        old, new = left[end_left : block.a], right[end_right : block.b]
+    for block in Indel.editops(left.tokens, right.tokens).as_matching_blocks():
+        # a gap holding tokens on both sides: a substitution, unless it is typos
+        if block.a > end_left and block.b > end_right:
+            same_length = block.a - end_left == block.b - end_right
+            typos = same_length and _is_typo(
+                left.tokens[end_left : block.a], right.tokens[end_right : block.b]
+            )
+            if not typos:
+                words_old = left.words_before[block.a] - left.words_before[end_left]
+                words_new = right.words_before[block.b] - right.words_before[end_right]
+                replaced += min(words_old, words_new) or 1
         end_left, end_right = block.a + block.size, block.b + block.size
-        if not old or not new or _is_typo(old, new):  # an insertion, a deletion, typos
-            continue
-        words = [t for t in old if not _is_cjk(t)], [t for t in new if not _is_cjk(t)]
-        replaced += min(len(words[0]), len(words[1])) or 1
     return replaced, numbers
 
 
+class _Tokenised(NamedTuple):
+    """A normalised text's ``tokens``, how often each occurs, and for each place how many
+    tokens before it are words (not single CJK characters): a gap's words are a subtraction."""
+
+    tokens: tuple[str, ...]
+    counts: dict[str, int]
+    words_before: tuple[int, ...]
+
+
 @functools.lru_cache(maxsize=256)
-def _token_counts(text: str) -> tuple[tuple[str, ...], dict[str, int]]:
-    """``tokens`` of a text and how often each occurs (a query's, once for all its matches);
-    a tuple, since the cache hands the same value to every caller."""
+def _tokenised(text: str) -> _Tokenised:
+    """A text's ``_Tokenised`` (a query's, once for all its matches); tuples, since the cache
+    hands the same value to every caller."""
     found = tuple(tokens(text))
-    return found, Counter(found)
+    words_before = (0, *itertools.accumulate(not _is_cjk(t) for t in found))
+    return _Tokenised(found, Counter(found), words_before)
 
 
 def _excess(counts: dict[str, int], other: dict[str, int]) -> dict[str, int]:
-    """``Counter(counts) - Counter(other)``: the tokens ``counts`` holds more often (only the
-    (token, count) pairs ``other`` lacks are looked at: few, for two near-duplicates)."""
+    """``Counter(counts) - Counter(other)``: the tokens ``counts`` holds more often."""
+    held = other.get
     return {
-        token: count - other.get(token, 0)
-        for token, count in counts.items() - other.items()
-        if count > other.get(token, 0)
+        token: count - held(token, 0) for token, count in counts.items() if count > held(token, 0)
     }
