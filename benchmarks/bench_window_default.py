@@ -471,6 +471,120 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
     }
 
 
+def fill_keep_all(path: Path, n: int, workers: int) -> dict[str, Any]:
+    """``--keep-all``: every text kept, its rows written as its chunk is signed (nothing but the
+    packed band-key rows held: 6.4 GB at 50M texts, where the deduplicating fill's signatures and
+    texts would not fit 24 GB beside them). An upper bound: ``add`` would drop the texts that
+    match an earlier one (``overstated`` counts them in a sample)."""
+    remove_database(path)
+    with SimStore(f"sqlite:///{path}") as store:
+        ns_id, partition_seconds = store.ns_id, store.partition_seconds
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA synchronous=OFF")
+    connection.execute("PRAGMA journal_mode=OFF")  # as in ``fill``
+    connection.execute("PRAGMA cache_size=-1048576")
+    connection.execute("BEGIN")
+    indexes = _indexes(connection, "simstore_fingerprints")
+    for name, _sql in indexes:
+        connection.execute(f"DROP INDEX {name}")
+    packed = np.empty(n * BANDS, dtype=np.uint64)  # as in ``sign_all``
+    counts = np.empty(n, dtype=np.uint8)
+    fps = np.empty(n, dtype=np.uint64)
+    digests = np.empty(n, dtype=np.int64)
+    band_rows = 0
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        tasks = [(first, min(CHUNK, n - first)) for first in range(0, n, CHUNK)]
+        for done, chunk in enumerate(pool.imap(_sign_task, tasks), 1):
+            first = chunk["first"]
+            end = first + len(chunk["text"])
+            signatures = chunk["signature"].reshape(-1, VALUES)
+            connection.executemany(
+                "INSERT INTO simstore_fingerprints (id, ns_id, key, fp, b0, b1, b2, b3, "
+                f"added_at, part, text, signature, simhash_indexed) VALUES (?, {ns_id}, ?, ?, "
+                "?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                (
+                    (i + 1, f"t{i}", to_signed(value), *bands(value),
+                     *_when(i, n, partition_seconds), text, signature.tobytes())
+                    for i, value, text, signature in zip(
+                        range(first, end), chunk["fp"].tolist(), chunk["text"], signatures,
+                        strict=True,
+                    )
+                ),
+            )  # fmt: skip
+            keys = chunk["band_keys"]
+            ids = np.arange(first + 1, end + 1, dtype=np.uint64)
+            packed[band_rows : band_rows + len(keys)] = (
+                (keys + _KEY_OFFSET).astype(np.uint64) << np.uint64(32)
+            ) | np.repeat(ids, chunk["counts"])
+            band_rows += len(keys)
+            counts[first:end] = chunk["counts"]
+            fps[first:end] = chunk["fp"]
+            digests[first:end] = chunk["digests"]
+            if done % 500 == 0 or end == n:
+                seconds = time.perf_counter() - started
+                print(f"  {end:,} texts signed and written in {seconds:,.0f} s "
+                      f"({end / seconds:,.0f}/s)", flush=True)  # fmt: skip
+    signing = time.perf_counter()
+    for _name, sql in indexes:
+        connection.execute(sql)
+    indexed = time.perf_counter()
+    rows = packed[:band_rows]
+    rows.sort()
+    low = np.uint64(0xFFFFFFFF)
+    for first in range(0, band_rows, 1 << 20):
+        piece = rows[first : first + (1 << 20)]
+        connection.executemany(
+            f"INSERT INTO simstore_minhash (band_key, ns_id, fp_id) VALUES (?, {ns_id}, ?)",
+            zip(((piece >> np.uint64(32)).astype(np.int64) - _KEY_OFFSET).tolist(),
+                (piece & low).astype(np.int64).tolist(), strict=True),
+        )  # fmt: skip
+    del packed, rows
+    minhashed = time.perf_counter()
+    print(f"  fingerprint indexes made in {indexed - signing:,.0f} s, {band_rows:,} band-key "
+          f"rows sorted and written in {minhashed - indexed:,.0f} s", flush=True)  # fmt: skip
+    connection.execute("COMMIT")
+    connection.execute("PRAGMA journal_mode=WAL")  # as simstore keeps its files
+    connection.close()
+    checkpoint(path)
+    ended = time.perf_counter()
+    return {
+        "rows": n,
+        "kept": n,
+        "kept_day1": n // 2,  # moment(i) falls on day 1 exactly for i < n / 2
+        "keep_all": True,
+        "band_key_rows": band_rows,
+        "band_keys_per_text": round(float(counts.mean()), 3),
+        "texts_with_all_keys": round(float((counts == BANDS).mean()), 4),
+        "repeated_fingerprints": int(n - len(np.unique(fps))),
+        "repeated_signatures": int(n - len(np.unique(digests))),
+        "sign_and_write_rows_s": round(signing - started),
+        "indexes_s": round(indexed - signing),
+        "minhash_table_s": round(minhashed - indexed),
+        "total_s": round(ended - started),
+        "signed_per_s": round(n / (signing - started)),
+        "workers": workers,
+    }
+
+
+def overstated(path: Path, n: int, count: int, seed: int) -> dict[str, Any]:
+    """``--keep-all``: of ``count`` texts drawn, how many match an earlier filled text when
+    queried at their own moment (texts ``add`` would have dropped, kept by this fill)."""
+    rng = random.Random(f"{seed}:overstated")
+    numbers = sorted(rng.sample(range(n), min(count, n)))
+    matching = []
+    with SimStore(f"sqlite:///{path}", keep="2d") as store:
+        for i in numbers:
+            earlier = [m for m in store.query(compose(i), now=moment(i, n))
+                       if m.key[0] == "t" and int(m.key[1:]) < i]  # fmt: skip
+            matching.append(len(earlier))
+    share = sum(found > 0 for found in matching) / len(matching)
+    print(f"  keep-all: {share:.1%} of {len(matching)} filled texts drawn match an earlier "
+          f"filled text (add would have dropped them)", flush=True)  # fmt: skip
+    return {"queried": len(matching), "matching_earlier": sum(f > 0 for f in matching),
+            "share": round(share, 4), "most_matches": max(matching)}  # fmt: skip
+
+
 def _when(i: int, n: int, partition_seconds: int) -> tuple[str, int]:
     """Text ``i``'s moment as SQLite holds it, and its partition."""
     at = moment(i, n)
@@ -486,9 +600,11 @@ def _fingerprint_row(
             signed.text[i], signed.signature[i].tobytes())  # fmt: skip
 
 
-def fill_and_mark(path: Path, n: int, workers: int) -> None:
-    """``fill``, then its figures into the file's marker (the file is complete)."""
-    _marker(path).write_text(json.dumps(fill(path, n, workers)) + "\n")
+def fill_and_mark(path: Path, n: int, workers: int, keep_all: bool = False) -> None:
+    """``fill`` (or ``fill_keep_all``), then its figures into the file's marker (the file is
+    complete)."""
+    figures = (fill_keep_all if keep_all else fill)(path, n, workers)
+    _marker(path).write_text(json.dumps(figures) + "\n")
 
 
 def _sign_task(task: tuple[int, int]) -> dict[str, Any]:
@@ -808,6 +924,11 @@ def main() -> None:
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     parser.add_argument("--data-dir", type=Path, default=HERE / "data" / "window")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--keep-all",
+        action="store_true",
+        help="keep every text (an upper bound; for sizes whose candidate pairs are out of reach)",
+    )
     args = parser.parse_args()
     SEED = args.seed
     n = args.rows
@@ -828,7 +949,8 @@ def main() -> None:
     }
     print(f"  text lengths (characters): {result['text_chars']}")
 
-    path = args.data_dir / f"window-default-n{n}-s{args.seed}.db"
+    suffix = "-all" if args.keep_all else ""
+    path = args.data_dir / f"window-default-n{n}-s{args.seed}{suffix}.db"
     path.parent.mkdir(parents=True, exist_ok=True)
     if _marker(path).exists():
         result["fill"] = json.loads(_marker(path).read_text())
@@ -838,7 +960,7 @@ def main() -> None:
         # in a child process, so that the memory measured after the timing is the store's alone
         # (the fill's arrays, 10 GB at 50M texts, would stay in this process's resident set)
         builder = multiprocessing.get_context("fork").Process(
-            target=fill_and_mark, args=(path, n, args.workers)
+            target=fill_and_mark, args=(path, n, args.workers, args.keep_all)
         )
         builder.start()
         builder.join()
@@ -847,7 +969,10 @@ def main() -> None:
         result["fill"] = json.loads(_marker(path).read_text())
     print(f"  fill: {result['fill']}", flush=True)
     check_sample(path, n, args.check, args.seed, result["fill"]["band_key_rows"])
-    result["decisions_check"] = check_decisions(path, n, args.check, args.seed)
+    if args.keep_all:
+        result["overstated"] = overstated(path, n, args.check, args.seed)
+    else:
+        result["decisions_check"] = check_decisions(path, n, args.check, args.seed)
 
     disk = sum(file.stat().st_size for file in _files(path)[:2] if file.exists())
     free = shutil.disk_usage(path.parent).free
