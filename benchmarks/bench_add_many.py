@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "quality"))
 import build_dataset
 from bench_footprint import PAIRS, texts
 
-from simstore import minhash
 from simstore.store import SimStore
+from simstore.text import minhash
 
 
 def documents(count: int) -> list[str]:

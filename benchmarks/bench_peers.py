@@ -44,10 +44,10 @@ import numpy.typing as npt
 from bench_store import near, percentile
 
 from simstore import __version__ as simstore_version
-from simstore.db import create_engine_for
-from simstore.retention import EPOCH, utc_naive
+from simstore.policy.verify import SimHashOnly
+from simstore.storage.db import create_engine_for
+from simstore.storage.retention import EPOCH, utc_naive
 from simstore.store import SimStore
-from simstore.verify import SimHashOnly
 
 Values = npt.NDArray[np.uint64]
 Ids = npt.NDArray[np.int64]

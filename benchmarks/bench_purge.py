@@ -4,7 +4,7 @@
     python benchmarks/bench_purge.py --url ... --rows-per-day 10000000
 
 Makes two fresh databases on the server (dropped at the end): one plain, one partitioned by day
-(``simstore.partitions``, keep 1 day). Both get the same rows by COPY: two days of random
+(``simstore.storage.partitions``, keep 1 day). Both get the same rows by COPY: two days of random
 fingerprints, kept (a kept row is its decision's record: no decision rows), by COPY, because
 ``add_many`` would make this a benchmark of inserts. Then, on each, times k = 3 queries (the partitioned one seeks in every partition's
 index) and ``SimStore.purge`` on the morning of day 3, which must remove day 1 entirely.
@@ -23,12 +23,12 @@ import sqlalchemy as sa
 from bench_store import percentile
 from sqlalchemy.engine import make_url
 
-from simstore import migrate, partitions
-from simstore.db import create_engine_for
-from simstore.encoding import bands, to_signed
-from simstore.retention import partition_of
+from simstore.policy.verify import SimHashOnly
+from simstore.storage import migrate, partitions
+from simstore.storage.db import create_engine_for
+from simstore.storage.retention import partition_of
 from simstore.store import SimStore
-from simstore.verify import SimHashOnly
+from simstore.text.encoding import bands, to_signed
 
 DAY1 = datetime(2026, 3, 1)
 PURGE_AT = DAY1 + timedelta(days=2)  # keep 1 day: day 1 is out, day 2 is in

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from simstore.db import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES
-from simstore.encoding import bands, from_signed, to_signed
+from simstore.policy.verify import SimHashOnly
+from simstore.storage.db import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES
 from simstore.store import SimStore
-from simstore.verify import SimHashOnly
+from simstore.text.encoding import bands, from_signed, to_signed
 
 
 def percentile(samples: list[float], fraction: float) -> float:

@@ -39,11 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "quality"))
 import build_dataset
 from bench_store import SQLITE_TIME, percentile, timed
 
-from simstore import fingerprint_many, minhash
-from simstore._algorithms import default_normalise_many
-from simstore.encoding import bands, to_signed
+from simstore import fingerprint_many
+from simstore.policy.verify import MinHashVerification, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
-from simstore.verify import MinHashVerification, SimHashOnly, SimHashVerification
+from simstore.text import minhash
+from simstore.text._algorithms import default_normalise_many
+from simstore.text.encoding import bands, to_signed
 
 CHUNK = 50_000
 PART = 493104  # the partition of SQLITE_TIME at simstore's default one-hour partitions
@@ -210,7 +211,7 @@ def main() -> None:
             for i in range(args.adds)
         ]
         # the default's adds first: the others keep unsigned rows, and one unsigned row makes
-        # the namespace's MinHash queries look up SimHash bands as well (see simstore.verify)
+        # the namespace's MinHash queries look up SimHash bands as well (see simstore.policy.verify)
         run = uuid.uuid4().hex[:8]
         for j, name in enumerate(stores):
             for i, text in enumerate(new):

@@ -28,8 +28,8 @@ from pathlib import Path
 from bench_peers import _files, _marker, cache_file, fill_direct, fingerprints, remove_database
 from bench_store import near, percentile
 
+from simstore.policy.verify import SimHashOnly
 from simstore.store import SimStore
-from simstore.verify import SimHashOnly
 
 HERE = Path(__file__).resolve().parent
 DAY1 = datetime(2026, 3, 1)

@@ -16,10 +16,10 @@ The fill (into the git-ignored ``benchmarks/data/window/``, reused while its mar
 the rows ``add`` would have written for texts 0..N-1 added in order (key ``t{i}``, at ``DAY1 + 2
 days * i / N``), made without N transactions. A fresh ``SimStore`` (default policy) makes the
 schema and the namespace. Then:
-1. Sign. Chunks of texts are signed by ``simstore.batch.sign`` (the store's own path,
+1. Sign. Chunks of texts are signed by ``simstore.policy.batch.sign`` (the store's own path,
    ``plan_items`` with the default preset and policy: fingerprint, comparison text of short
    texts, MinHash signature, band keys) in a pool of two worker processes.
-2. Decide, as ``simstore.batch`` does without a database. Every text's band-key rows, packed
+2. Decide, as ``simstore.policy.batch`` does without a database. Every text's band-key rows, packed
    into one uint64 each and sorted, give the candidate pairs (two texts sharing at least
    ``Policy.min_shared`` keys; every text is signed, so the SimHash radius makes none); pairs
    whose signatures agree on too few values for any of the policy's bars are set aside by a
@@ -81,13 +81,13 @@ from bench_peers import _files, _marker, cache_file, checkpoint, machine, remove
 from bench_store import percentile
 from bench_window import DAY1, END_OF_DAY2, _lowest_ids, memory, timed_purge
 
-from simstore import batch
-from simstore.batch import Edge, Verdict
-from simstore.encoding import bands, to_signed
-from simstore.minhash import BANDS, VALUES
-from simstore.retention import partition_of
+from simstore.policy import batch
+from simstore.policy.batch import Edge, Verdict
+from simstore.policy.verify import DEFAULT_POLICY, Item
+from simstore.storage.retention import partition_of
 from simstore.store import SimStore
-from simstore.verify import DEFAULT_POLICY, Item
+from simstore.text.encoding import bands, to_signed
+from simstore.text.minhash import BANDS, VALUES
 
 HERE = Path(__file__).resolve().parent
 SPAN = timedelta(days=2)
@@ -95,7 +95,7 @@ CHUNK = 1000  # texts signed per task
 PIECE = 1 << 24  # band-key rows a numpy pass reads at once (at 50M texts they are 6.4 GB)
 BUCKETS = 16  # ranges of new texts whose candidate pairs are counted apart
 SIGNATURE_PAIRS = 1 << 20  # raw pairs whose signatures are compared at once (2 x 96 MB)
-_KEY_OFFSET = 2**31  # band keys are signed 32-bit values (simstore.minhash.band_keys)
+_KEY_OFFSET = 2**31  # band keys are signed 32-bit values (simstore.text.minhash.band_keys)
 SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"  # how simstore's SQLAlchemy DateTime stores a time on SQLite
 # the pool's pieces: clauses (a sentence cut at its commas, semicolons and colons too), so that two
 # texts sharing one piece share a small part of their grams, not half of a short text

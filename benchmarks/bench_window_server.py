@@ -7,7 +7,7 @@ or MySQL/MariaDB.
 
 The texts are ``bench_window_default``'s (composed from the quality dataset's clauses, text ``i``
 added at ``moment(i)`` over two days). A database of its own is made on the server; on PostgreSQL
-it is partitioned (``simstore.partitions.enable``: one-day partitions, keep = 2d) before anything
+it is partitioned (``simstore.storage.partitions.enable``: one-day partitions, keep = 2d) before anything
 is added (simstore partitions only PostgreSQL). The texts then go in through
 ``SimStore.add_many(workers=2)``, so every row is the API's own. Then, at the end of day 2 and
 through ``SimStore(url, keep="2d")``: ``query(text)`` and ``add(text)`` p50 / p99, half new texts
@@ -46,7 +46,7 @@ from bench_window_default import (
 )
 from sqlalchemy.engine import make_url
 
-from simstore import migrate, partitions
+from simstore.storage import migrate, partitions
 from simstore.store import SimStore
 
 

@@ -1,6 +1,7 @@
 """Alembic environment for simstore's own schema.
 
-Run by simstore itself (``simstore.migrate``): it uses the caller's connection when one is given,
+Run by simstore itself (``simstore.storage.migrate``): it uses the caller's connection when one is
+given,
 keeps its own version table (``simstore_alembic_version``) so a host application's alembic history
 is never touched, limits autogenerate to ``simstore_`` tables, and never configures logging.
 """
@@ -12,7 +13,7 @@ from typing import Any
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from simstore.migrate import VERSION_TABLE, compared
+from simstore.storage.migrate import VERSION_TABLE, compared
 
 config = context.config
 

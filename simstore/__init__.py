@@ -1,18 +1,22 @@
 """simstore: durable near-duplicate detection of text with 64-bit SimHash fingerprints in SQL.
 
 The top level holds what most users need; everything else lives in submodules
-(``simstore.migrate``, ``simstore.similarity``, ``simstore.errors``, ...).
+(``simstore.storage.migrate``, ``simstore.text.similarity``, ``simstore.errors``, ...).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
+from simstore import _moved
 from simstore._version import __version__
-from simstore.encoding import from_hex, hamming, to_hex
 from simstore.errors import InvalidInput, SimstoreError
-from simstore.fingerprint import Analysis, analyze, fingerprint, fingerprint_many
-from simstore.presets import Preset, get_preset, presets
+from simstore.text.encoding import from_hex, hamming, to_hex
+from simstore.text.fingerprint import Analysis, analyze, fingerprint, fingerprint_many
+from simstore.text.presets import Preset, get_preset, presets
+
+_moved.install(sys.modules[__name__])
 
 if TYPE_CHECKING:
     from simstore.store import Decision, Match, SimStore

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from simstore.encoding import to_hex
+from simstore.text.encoding import to_hex
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class Match:
     """A kept fingerprint near the one asked about.
 
     ``measure`` and ``score`` say which exact measure confirmed it (short texts, see
-    ``simstore.verify``); both are None when the Hamming distance alone decided.
+    ``simstore.policy.verify``); both are None when the Hamming distance alone decided.
     """
 
     key: str

@@ -1,10 +1,13 @@
 """SimStore: remember texts durably and answer "have I seen something almost identical?".
 
-The facade. How a text is decided lives in ``simstore.verify`` (the policies); the data flows
-``SimStore.add`` -> ``simstore.batch.plan_items`` (fingerprint, plan, sign) -> ``simstore.locking``
--> ``simstore._writer`` (decide in input order, insert) -> ``simstore._finder`` (candidates from
-the database, confirmed by the policy) -> ``simstore._prepared`` (the SQL). Connections and
-transactions are ``simstore._connections``; purge, removal and statistics ``simstore.maintenance``.
+The facade. How a text is decided lives in ``simstore.policy.verify`` (the policies); the data flows
+``SimStore.add`` -> ``simstore.policy.batch.plan_items`` (fingerprint, plan, sign) ->
+``simstore.storage.locking``
+-> ``simstore.storage._writer`` (decide in input order, insert) -> ``simstore.storage._finder``
+(candidates from
+the database, confirmed by the policy) -> ``simstore.storage._prepared`` (the SQL). Connections and
+transactions are ``simstore.storage._connections``; purge, removal and statistics
+``simstore.storage.maintenance``.
 """
 
 from __future__ import annotations
@@ -21,35 +24,36 @@ import sqlalchemy as sa
 from sqlalchemy import exc
 from sqlalchemy.engine import Connection, Engine
 
-from simstore import handover, maintenance
-from simstore._connections import Connections
-from simstore._finder import LOOKUPS, Finder, Rule
-from simstore._namespace import open_namespace, prepare_schema, warn_about_partitions
-from simstore._planning import planned_ahead
-from simstore._writer import Writer
-from simstore.batch import plan_items
-from simstore.encoding import from_signed
 from simstore.errors import BatchFailed, InvalidInput, InvalidType, SimstoreError
-from simstore.handover import LoadReport
-from simstore.ingest import Rejected
-from simstore.ingest import ingest as ingest_records
-from simstore.locking import BAND_LOCK_MAX_RADIUS, lock_for_write
-from simstore.presets import Preset
-from simstore.probes import band_values
-from simstore.results import Decision, Match, Purged, Search, Stats
-from simstore.retention import parse_duration, utc_naive
-from simstore.schema import decisions, fingerprints
-from simstore.validate import (
+from simstore.io import handover
+from simstore.io.handover import LoadReport
+from simstore.io.ingest import Rejected
+from simstore.io.ingest import ingest as ingest_records
+from simstore.policy._planning import planned_ahead
+from simstore.policy.batch import plan_items
+from simstore.policy.probes import band_values
+from simstore.policy.validate import (
     MAX_NAMESPACE_LENGTH,
     check_int,
     check_key,
     check_name,
     check_radius,
 )
-from simstore.verify import DEFAULT_POLICY, Item, Policy, SimHashOnly, check_policy
+from simstore.policy.verify import DEFAULT_POLICY, Item, Policy, SimHashOnly, check_policy
+from simstore.results import Decision, Match, Purged, Search, Stats
+from simstore.storage import maintenance
+from simstore.storage._connections import Connections
+from simstore.storage._finder import LOOKUPS, Finder, Rule
+from simstore.storage._namespace import open_namespace, prepare_schema, warn_about_partitions
+from simstore.storage._writer import Writer
+from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write
+from simstore.storage.retention import parse_duration, utc_naive
+from simstore.storage.schema import decisions, fingerprints
+from simstore.text.encoding import from_signed
+from simstore.text.presets import Preset
 
 if TYPE_CHECKING:
-    from simstore.report import Texts
+    from simstore.io.report import Texts
 
 log = logging.getLogger("simstore")
 
@@ -93,13 +97,13 @@ class SimStore:
     ``keep`` is the retention window (``"2d"``, a timedelta or seconds; None keeps everything).
     ``auto_upgrade`` None upgrades SQLite databases on open and asks servers to be upgraded with
     ``simstore db upgrade``; True or False forces either way.
-    ``policy`` decides (``simstore.verify``): ``MinHashVerification()`` by default,
+    ``policy`` decides (``simstore.policy.verify``): ``MinHashVerification()`` by default,
     ``SimHashVerification(...)`` or ``SimHashOnly(min_features=...)``, or one's name.
     ``max_distance`` is the SimHash radius: it decides fingerprints and unsigned rows under every
     policy and texts under the SimHash policies (a radius given with a text to ``add``/``query``
     is refused under ``MinHashVerification``, whose knob is its threshold).
     ``lookup`` picks how SimHash candidates are found for radii <= 3: ``"bands"``, ``"pairs"``
-    or ``"auto"`` (``simstore.probes``); all three find exactly the same matches.
+    or ``"auto"`` (``simstore.policy.probes``); all three find exactly the same matches.
     ``verification`` and ``min_features`` are the names before 0.3 (deprecated).
     """
 
@@ -147,12 +151,12 @@ class SimStore:
 
     @property
     def connections(self) -> Connections:
-        """The store's connection scopes (``simstore._connections``), for diagnostics."""
+        """The store's connection scopes (``simstore.storage._connections``), for diagnostics."""
         return self._connections
 
     def lookup_plan(self, radius: int | None = None, *, refresh: bool = False) -> str:
         """Which plan a SimHash lookup at ``radius`` (default: the store's) takes now, ``"bands"``
-        or ``"pairs"`` (``simstore.probes``); ``refresh`` re-reads the table's size first."""
+        or ``"pairs"`` (``simstore.policy.probes``); ``refresh`` re-reads the table's size first."""
         checked = self.max_distance if radius is None else check_radius(radius)
         if refresh:
             self._finder.forget_table_size()
@@ -358,14 +362,14 @@ class SimStore:
         workers: int = 0,
     ) -> Iterator[Decision | Rejected]:
         """``add_many`` that loses only the bad records: a failed batch is retried item by item,
-        and each record yields its Decision or a ``Rejected`` (``simstore.ingest``)."""
+        and each record yields its Decision or a ``Rejected`` (``simstore.io.ingest``)."""
         return ingest_records(self, records, batch_size=batch_size, strict=strict, workers=workers)
 
     def load(
         self, rows: Iterable[Any], *, at: datetime | None = None, batch_size: int = 5_000
     ) -> LoadReport:
-        """Write a batch result (``simstore.spark`` or ``simstore.batch``) in bulk, so online
-        dedup continues from it; keys already stored are skipped (``simstore.handover``)."""
+        """Write a batch result (``simstore.spark`` or ``simstore.policy.batch``) in bulk, so online
+        dedup continues from it; keys already stored are skipped (``simstore.io.handover``)."""
         return handover.load(self, rows, at=at, batch_size=batch_size)
 
     # --- reading and upkeep --------------------------------------------------------------------
@@ -462,10 +466,10 @@ class SimStore:
         texts: Texts | None = None,
         now: datetime | None = None,
     ) -> str:
-        """What the namespace decided, as one self-contained HTML page (``simstore.report``):
+        """What the namespace decided, as one self-contained HTML page (``simstore.io.report``):
         returned, and written to ``path`` when given. ``since`` limits it to recent decisions;
         ``texts`` (source texts by key) shows both sides of the sampled pairs."""
-        from simstore import report as reporting
+        from simstore.io import report as reporting
 
         return reporting.write(
             self, path, since=since, sample=sample, clusters=clusters, texts=texts, now=now

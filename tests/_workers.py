@@ -28,10 +28,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from simstore.encoding import bands, from_signed
-from simstore.retention import partition_of
-from simstore.schema import band_keys_in_row, fingerprints, minhash_keys, namespaces
+from simstore.storage.retention import partition_of
+from simstore.storage.schema import band_keys_in_row, fingerprints, minhash_keys, namespaces
 from simstore.store import SimStore
+from simstore.text.encoding import bands, from_signed
 
 ROOT = Path(__file__).resolve().parent.parent
 MASK64 = (1 << 64) - 1
@@ -448,7 +448,7 @@ def _add_many(url: str, namespace: str, count: str, batch: str, seed: str) -> No
 
 def _purge(url: str, namespace: str, now: str, keep: str, rows: str) -> None:
     """Purge with small batches (many transactions), so that a kill lands in the middle."""
-    from simstore import maintenance
+    from simstore.storage import maintenance
 
     maintenance.PURGE_BATCH_ROWS = int(rows)
     store = SimStore(url, namespace=namespace)

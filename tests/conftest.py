@@ -22,8 +22,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
-from simstore import migrate
-from simstore.db import create_engine_for
+from simstore.storage import migrate
+from simstore.storage.db import create_engine_for
 from simstore.store import SimStore
 
 SERVER_ENV = {

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from simstore import batch
 from simstore.errors import InvalidInput
-from simstore.verify import MinHashVerification, Policy, SimHashOnly, SimHashVerification
+from simstore.policy import batch
+from simstore.policy.verify import MinHashVerification, Policy, SimHashOnly, SimHashVerification
 from tests.conftest import StoreFactory
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus.jsonl"
@@ -108,7 +108,7 @@ def test_bad_batch_input_is_refused() -> None:
 
 
 def test_a_batch_result_loads_into_a_store_and_its_texts_replay(make_store: StoreFactory) -> None:
-    from simstore.handover import LoadRow
+    from simstore.io.handover import LoadRow
 
     records = corpus_slice(150, seed=7)
     texts, keys = [t for _k, t in records], [k for k, _t in records]
@@ -141,7 +141,7 @@ def test_a_batch_result_loads_into_a_store_and_its_texts_replay(make_store: Stor
 
 
 def test_a_load_refuses_band_keys_that_are_not_its_signatures(make_store: StoreFactory) -> None:
-    from simstore.handover import LoadRow
+    from simstore.io.handover import LoadRow
 
     item = batch.sign(["a text that is kept with its own signature"])[0]
     store = make_store()

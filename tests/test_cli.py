@@ -20,12 +20,14 @@ from typing import Any
 import click
 import pytest
 
-from simstore import fingerprint, migrate, minhash, to_hex
-from simstore.presets import presets
-from simstore.records import text_key
-from simstore.similarity import jaccard
+from simstore import fingerprint, to_hex
+from simstore.io.records import text_key
+from simstore.policy.verify import MinHashVerification
+from simstore.storage import migrate
 from simstore.store import SimStore
-from simstore.verify import MinHashVerification
+from simstore.text import minhash
+from simstore.text.presets import presets
+from simstore.text.similarity import jaccard
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "corpus.jsonl"
@@ -314,7 +316,7 @@ def test_dedup_splits_the_corpus_by_group(cli: Cli) -> None:
     group = {record["id"]: record["group"] for record in kept}
     assert all(record["duplicate_of"] in group for record in duplicates)
     # Every duplicate is what the default policy says it is, re-checked with the exact measure:
-    # short pairs by Jaccard over character 3-grams (simstore.similarity), long ones by the
+    # short pairs by Jaccard over character 3-grams (simstore.text.similarity), long ones by the
     # MinHash estimate (their texts are not kept, so the recorded score is all there is).
     policy = MinHashVerification()
     texts = {record["id"]: record["text"] for record in kept}

@@ -6,8 +6,9 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from simstore import migrate, minhash, partitions
+from simstore.storage import migrate, partitions
 from simstore.store import SimStore
+from simstore.text import minhash
 from tests._workers import stored_band_keys
 
 from .conftest import new_server_database

@@ -20,9 +20,9 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from simstore import migrate
 from simstore.cli import main
-from simstore.retention import partition_of
+from simstore.storage import migrate
+from simstore.storage.retention import partition_of
 from simstore.store import SimStore
 from tests._workers import (
     ROOT,

@@ -7,7 +7,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import simstore
-from simstore.encoding import (
+from simstore.errors import InvalidInput, SimstoreError
+from simstore.text.encoding import (
     bands,
     check_fingerprint,
     from_bands,
@@ -17,7 +18,6 @@ from simstore.encoding import (
     to_hex,
     to_signed,
 )
-from simstore.errors import InvalidInput, SimstoreError
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
 HIGH_HALF = st.integers(min_value=2**63, max_value=2**64 - 1)  # stored as negative BIGINTs

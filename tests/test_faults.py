@@ -26,9 +26,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
-from simstore.db import create_engine_for
 from simstore.errors import DatabaseUnavailable
-from simstore.schema import fingerprints
+from simstore.storage.db import create_engine_for
+from simstore.storage.schema import fingerprints
 from simstore.store import BatchFailed, SimStore
 from tests._workers import (
     PASSWORD,

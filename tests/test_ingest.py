@@ -1,4 +1,4 @@
-"""``simstore.ingest.ingest``: a bad record costs only itself, outcomes come in input order."""
+"""``simstore.io.ingest.ingest``: a bad record costs only itself, outcomes come in input order."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from simstore.errors import DatabaseUnavailable, InvalidInput
-from simstore.ingest import Rejected, ingest
-from simstore.records import InputOptions, Record, read_records
+from simstore.io.ingest import Rejected, ingest
+from simstore.io.records import InputOptions, Record, read_records
 from simstore.results import Decision
 from simstore.store import SimStore
 

@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simstore._match import near_pairs
+from simstore.policy._match import near_pairs
 
 
 def _near(center: int, rng: random.Random) -> int:

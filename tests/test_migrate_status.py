@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from simstore import migrate
-from simstore.db import create_engine_for
 from simstore.errors import SchemaOutOfDate
+from simstore.storage import migrate
+from simstore.storage.db import create_engine_for
 
 
 def test_a_fresh_file_is_not_up_to_date_and_the_message_names_the_command(tmp_path: Path) -> None:

@@ -20,8 +20,9 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from simstore import _prepared, batch, migrate, schema
 from simstore.errors import SchemaOutOfDate
+from simstore.policy import batch
+from simstore.storage import _prepared, migrate, schema
 from simstore.store import SimStore
 from tests.conftest import new_server_database
 
@@ -145,7 +146,7 @@ def test_the_built_wheel_ships_the_migrations_and_works_in_a_fresh_venv(tmp_path
     )
     script = textwrap.dedent(
         """
-        import simstore, simstore.migrate as m
+        import simstore, simstore.storage.migrate as m
         assert "site-packages" in m.migrations_dir().as_posix(), m.migrations_dir()
         store = simstore.SimStore("sqlite:///wheel.db")
         assert store.add("made by the installed wheel", key="a").inserted

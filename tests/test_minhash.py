@@ -19,12 +19,14 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from simstore import _finder, fingerprint, hamming, minhash
-from simstore._algorithms import default_normalise
+from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput
-from simstore.similarity import char_ngrams, jaccard
+from simstore.policy.verify import MinHashVerification
+from simstore.storage import _finder
 from simstore.store import SimStore
-from simstore.verify import MinHashVerification
+from simstore.text import minhash
+from simstore.text._algorithms import default_normalise
+from simstore.text.similarity import char_ngrams, jaccard
 from tests._workers import stored_band_keys
 from tests.conftest import StoreFactory
 
@@ -352,7 +354,7 @@ def test_a_namespace_of_another_minhash_scheme_is_refused(
     make_store: StoreFactory, engine: Engine
 ) -> None:
     from simstore.errors import PresetMismatch
-    from simstore.schema import namespaces
+    from simstore.storage.schema import namespaces
 
     store = make_store()
     assert store.add("a text signed under this simstore's scheme", key="a").inserted

@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 from alembic.runtime.migration import MigrationContext
 
-from simstore import migrate
 from simstore.errors import SchemaOutOfDate
+from simstore.storage import migrate
 from simstore.store import SimStore
 
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from simstore import migrate, minhash, partitions
-from simstore.db import create_engine_for
 from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
+from simstore.policy.verify import SimHashOnly
+from simstore.storage import migrate, partitions
+from simstore.storage.db import create_engine_for
 from simstore.store import SimStore
-from simstore.verify import SimHashOnly
+from simstore.text import minhash
 from tests._workers import stored_band_keys
 
 from .conftest import new_server_database

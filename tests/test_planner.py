@@ -8,11 +8,11 @@ from datetime import datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from simstore.encoding import bands, to_signed
-from simstore.probes import band_seeks, pair_plan, pair_seeks, prefers_pairs
-from simstore.schema import fingerprints
+from simstore.policy.probes import band_seeks, pair_plan, pair_seeks, prefers_pairs
+from simstore.policy.verify import SimHashOnly
+from simstore.storage.schema import fingerprints
 from simstore.store import SimStore
-from simstore.verify import SimHashOnly
+from simstore.text.encoding import bands, to_signed
 
 from .conftest import StoreFactory
 

@@ -1,7 +1,8 @@
 """The policies on their own, without a database: each owns its plan, candidates and confirmation.
 
 Expected values are worked out by hand from each policy's documented rule (thresholds, radii)
-and from ``simstore.similarity`` / ``simstore.minhash`` directly, never from the policy itself.
+and from ``simstore.text.similarity`` / ``simstore.text.minhash`` directly, never from the policy
+itself.
 """
 
 from __future__ import annotations
@@ -14,11 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simstore import fingerprint, minhash, similarity
-from simstore._algorithms import default_normalise
+from simstore import fingerprint
 from simstore.errors import InvalidInput, InvalidType
-from simstore.schema import ROWS, metadata
-from simstore.verify import (
+from simstore.policy.verify import (
     DEFAULT_POLICY,
     Item,
     Kept,
@@ -30,6 +29,9 @@ from simstore.verify import (
     check_policy,
     strip_markup,
 )
+from simstore.storage.schema import ROWS, metadata
+from simstore.text import minhash, similarity
+from simstore.text._algorithms import default_normalise
 
 AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
 TEXT = "Just tried the new hiking boots from Pelham. Looks nice, stopped working after a week!"
@@ -203,11 +205,11 @@ def test_every_policy_describes_itself() -> None:
 
 
 def test_the_old_policy_name_warns_and_is_the_new_class() -> None:
-    import simstore.verify
+    import simstore.policy.verify
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        old = simstore.verify.Verification
+        old = simstore.policy.verify.Verification
     assert old is SimHashVerification
     assert any(issubclass(w.category, DeprecationWarning) for w in caught)
 
@@ -219,7 +221,7 @@ def test_named_rows_equal_their_tables_columns() -> None:
 
 
 def test_policies_by_name_carry_the_threshold() -> None:
-    from simstore.verify import policy_from
+    from simstore.policy.verify import policy_from
 
     minhash_policy = policy_from("minhash", threshold=0.7)
     assert isinstance(minhash_policy, MinHashVerification)
@@ -235,8 +237,8 @@ def test_policies_by_name_carry_the_threshold() -> None:
 
 
 def test_a_radius_with_a_text_is_refused_where_similarity_decides() -> None:
-    from simstore import batch
-    from simstore.presets import get_preset
+    from simstore.policy import batch
+    from simstore.text.presets import get_preset
 
     raw = [("k", TEXT, None)]
     preset = get_preset("default")

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 import simstore
 from simstore import InvalidInput, SimstoreError, fingerprint, fingerprint_many, hamming
-from simstore._algorithms import (
+from simstore.errors import UnknownPreset
+from simstore.text._algorithms import (
     _TABLE_END,
     _md5_low64_windows,
     _word_or_space,
@@ -37,11 +38,12 @@ from simstore._algorithms import (
     nfkc,
     string_hash,
 )
-from simstore.errors import UnknownPreset
-from simstore.fingerprint import analyze, analyze_many
-from simstore.presets import Preset, get_preset, presets
+from simstore.text.fingerprint import analyze, analyze_many
+from simstore.text.presets import Preset, get_preset, presets
 
-FINGERPRINT_MODULE = importlib.import_module("simstore.fingerprint")  # the name is the function
+FINGERPRINT_MODULE = importlib.import_module(
+    "simstore.text.fingerprint"
+)  # the name is the function
 MASK64 = 2**64 - 1
 MD5_OF_EMPTY_LOW64 = 0xE9800998ECF8427E  # md5(b"") = d41d8cd98f00b204 e9800998ecf8427e
 ALL_PRESETS = ["default", *presets()]

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from simstore import batch, migrate, minhash
-from simstore.schema import fingerprints, minhash_keys
+from simstore.policy import batch
+from simstore.storage import migrate
+from simstore.storage.schema import fingerprints, minhash_keys
 from simstore.store import SimStore
+from simstore.text import minhash
 from tests._workers import stored_band_keys
 from tests.conftest import new_server_database
 

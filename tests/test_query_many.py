@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from simstore.errors import InvalidInput, InvalidType
+from simstore.policy.verify import SimHashOnly
 from simstore.store import SimStore
-from simstore.verify import SimHashOnly
 
 CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus.jsonl"
 

@@ -20,11 +20,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from simstore._report_html import SECTIONS, diff, tokens
 from simstore.errors import InvalidInput, InvalidType
-from simstore.report import DISTANCE_MEASURE, Report, gather, thresholds
+from simstore.io._report_html import SECTIONS, diff, tokens
+from simstore.io.report import DISTANCE_MEASURE, Report, gather, thresholds
+from simstore.policy.verify import MinHashVerification, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
-from simstore.verify import MinHashVerification, SimHashOnly, SimHashVerification
 from tests.conftest import StoreFactory
 from tests.test_audit_sql import recipes
 from tests.test_cli import CORPUS, Cli

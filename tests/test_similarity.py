@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from simstore.errors import InvalidInput
-from simstore.similarity import (
+from simstore.text.similarity import (
     char_ngrams,
     cosine,
     cosine_vectors,
@@ -157,7 +157,7 @@ def test_bad_parameters_raise() -> None:
 def test_replacements_count_substituted_words_not_edits(
     a: str, b: str, expected: tuple[int, bool]
 ) -> None:
-    from simstore.similarity import replacements
+    from simstore.text.similarity import replacements
 
     assert replacements(a, b) == expected
 
@@ -169,7 +169,7 @@ def test_replacements_count_substituted_words_not_edits(
 def test_excess_is_counter_subtraction(left: list[str], right: list[str]) -> None:
     from collections import Counter
 
-    from simstore.similarity import _excess
+    from simstore.text.similarity import _excess
 
     # the reference: collections.Counter's own multiset difference
     assert _excess(Counter(left), Counter(right)) == dict(Counter(left) - Counter(right))
@@ -178,7 +178,7 @@ def test_excess_is_counter_subtraction(left: list[str], right: list[str]) -> Non
 @settings(max_examples=200)
 @given(st.data())
 def test_replacements_count_each_separate_word_substitution(data: st.DataObject) -> None:
-    from simstore.similarity import replacements
+    from simstore.text.similarity import replacements
 
     # distinct lower-case words of 3 letters (shorter than a typo's 4), a few replaced by new
     # ones at positions two apart: any alignment must see exactly those places, one word each

@@ -28,9 +28,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from simstore import fingerprint
-from simstore.db import create_engine_for
 from simstore.errors import DatabaseUnavailable
-from simstore.retention import partition_of
+from simstore.storage.db import create_engine_for
+from simstore.storage.retention import partition_of
 from simstore.store import SimStore
 from tests._workers import (
     START,

@@ -27,11 +27,12 @@ pytest.importorskip("pyspark", reason="simstore[spark] is not installed")
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from simstore import batch, handover
 from simstore import spark as simspark
 from simstore.errors import InvalidInput
+from simstore.io import handover
+from simstore.policy import batch
+from simstore.policy.verify import MinHashVerification, Policy, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
-from simstore.verify import MinHashVerification, Policy, SimHashOnly, SimHashVerification
 from tests.conftest import new_server_database
 from tests.test_batch import CORPUS, corpus_slice
 

@@ -16,16 +16,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 
-from simstore import fingerprint, migrate
+from simstore import fingerprint
 from simstore.errors import (
     DatabaseUnavailable,
     InvalidInput,
     KeyConflict,
     PresetMismatch,
 )
-from simstore.schema import fingerprints
+from simstore.policy.verify import SimHashOnly
+from simstore.storage import migrate
+from simstore.storage.schema import fingerprints
 from simstore.store import BatchFailed, SimStore
-from simstore.verify import SimHashOnly
 from tests.conftest import StoreFactory
 
 LONG_ZH = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
@@ -338,7 +339,7 @@ def test_the_names_before_0_3_warn_and_decide_as_their_new_policies(
 
 
 def test_ingest_loses_only_the_bad_records(make_store: StoreFactory) -> None:
-    from simstore.ingest import Rejected
+    from simstore.io.ingest import Rejected
 
     store = make_store()
     store.add("what b said first", key="b")

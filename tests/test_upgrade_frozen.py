@@ -20,9 +20,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
 
-from simstore import batch, from_hex, migrate, minhash, schema
+from simstore import from_hex
 from simstore.cli import main
+from simstore.policy import batch
+from simstore.storage import migrate, schema
 from simstore.store import SimStore
+from simstore.text import minhash
 from tests._workers import audit, sqlite_integrity, stored_band_keys, text_variant
 from tests.conftest import new_server_database
 
@@ -117,7 +120,8 @@ def test_a_frozen_sqlite_database_is_upgraded_and_keeps_its_rows(
 
 def signed_rows_as_made_now(url: str, manifest: dict[str, Any]) -> int:
     """Check that every signed row of the default preset's namespaces has the signature and band
-    keys ``simstore.batch.sign`` makes of its text today (a migration that converts signatures
+    keys ``simstore.policy.batch.sign`` makes of its text today (a migration that converts
+    signatures
     must convert them to exactly these); the number of rows checked."""
     engine = sa.create_engine(url)
     checked = 0

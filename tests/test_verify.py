@@ -10,9 +10,12 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from simstore import _finder, batch, fingerprint, hamming, minhash
+from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput
-from simstore.verify import MinHashVerification, SimHashOnly, SimHashVerification
+from simstore.policy import batch
+from simstore.policy.verify import MinHashVerification, SimHashOnly, SimHashVerification
+from simstore.storage import _finder
+from simstore.text import minhash
 from tests.conftest import StoreFactory
 
 ORIGINAL = "Just tried the new hiking boots from Pelham. Looks nice, stopped working after a week!"

@@ -10,7 +10,7 @@ both texts are shorter than ``SHORT_LENGTH`` = 300 normalised characters (the st
 texts in the row); otherwise by what the row keeps instead. Candidate sources and decisions:
 
 - ``simhash K``: SimHash (the default preset) within K bits, found by multi-index hashing over the
-  four 16-bit bands (``simstore.probes``); short texts then need exact Jaccard over character
+  four 16-bit bands (``simstore.policy.probes``); short texts then need exact Jaccard over character
   3-grams >= t, long texts decide by the distance alone (``simhash K plain``) or by the MinHash
   estimate of a 64-value signature kept in the row >= t (``simhash K + est``).
 - ``lsh n b x r /m``: MinHash-LSH over the set of character n-grams of the normalised text. The row
@@ -69,9 +69,9 @@ import evaluate
 from evaluate import GROUPS, Data
 
 import simstore
-from simstore import similarity
-from simstore._algorithms import default_normalise_many
-from simstore.probes import flip_masks, plan
+from simstore.policy.probes import flip_masks, plan
+from simstore.text import similarity
+from simstore.text._algorithms import default_normalise_many
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -452,7 +452,7 @@ def measure_costs(
         ]
         queries = [b for _, b in pairs]
         simstore.fingerprint(raws[0])
-        fingerprint[cls] = _per_item_us(simstore.fingerprint, raws)  # type: ignore[arg-type]
+        fingerprint[cls] = _per_item_us(simstore.text.fingerprint, raws)  # type: ignore[arg-type]
         jac[cls] = _per_item_us(
             lambda ab: similarity.jaccard(*ab, n=3, normalise=False),  # type: ignore[misc]
             pairs,

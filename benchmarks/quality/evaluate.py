@@ -13,7 +13,7 @@ Prints, for the labelled pairs of ``build_dataset.py`` (groups zh/en x short/lon
    the best single k per preset, chosen on the ``tune`` half (highest mean F1 over the four
    groups) and reported on ``test``.
 2. The store's two-step decision: SimHash candidates within a radius K, then an exact measure
-   from ``simstore.similarity`` (``jaccard`` over character 3-grams, ``cosine`` over words or
+   from ``simstore.text.similarity`` (``jaccard`` over character 3-grams, ``cosine`` over words or
    characters, ``edit_ratio``) at a threshold t, with K, measure and t chosen per length class
    (short < 140 <= mid <= 500 < long characters) on ``tune`` to maximise the smaller F1 of the two
    languages, and reported on ``test``. For the default preset, the table over K (best t per K).
@@ -44,8 +44,9 @@ import build_dataset
 from build_dataset import Pair
 
 import simstore
-from simstore import similarity, verify
-from simstore.verify import MinHashVerification
+from simstore.policy import verify
+from simstore.policy.verify import MinHashVerification
+from simstore.text import similarity
 
 # SimHash-only verification, under its name since the policy seam (or the older one)
 Verification = getattr(verify, "SimHashVerification", None) or verify.Verification
@@ -278,7 +279,7 @@ class Rule:
 @dataclass(frozen=True)
 class Policy:
     """The store's decision: texts whose normalised length is under ``short_length`` use
-    ``short``, the others ``long`` (the shape of ``simstore.verify.Verification``)."""
+    ``short``, the others ``long`` (the shape of ``simstore.policy.verify.Verification``)."""
 
     short_length: int
     short: Rule
@@ -436,7 +437,7 @@ def population(
 def normalised_lengths(data: Data) -> npt.NDArray[np.int64]:
     """The normalised length of each pair's second text, the one a store would be asked about."""
     try:
-        from simstore._algorithms import default_normalise
+        from simstore.text._algorithms import default_normalise
     except ImportError:  # pragma: no cover - the layout of simstore changed
         return np.array([len(p.b) for p in data.pairs])
     return np.array([len(default_normalise(p.b)) for p in data.pairs])

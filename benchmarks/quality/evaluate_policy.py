@@ -35,7 +35,7 @@ Run from the repository root (builds the dataset first when it is missing; see
 ``--diagnose`` adds, for the false merges of the cold pairs, their kinds and the median exact
 Jaccard of character 5-grams of the normalised texts, and for the misses, whether the pair ever
 became a MinHash-LSH candidate (shares ``min_bands`` band keys; computed offline with
-``simstore.minhash`` over ``simstore._algorithms.default_normalise``, read-only use of internals
+``simstore.text.minhash`` over ``simstore.text._algorithms.default_normalise``, read-only use of internals
 for diagnosis only).
 """
 
@@ -62,8 +62,8 @@ import build_dataset
 from build_dataset import Pair
 
 import simstore
+from simstore.policy.verify import MinHashVerification
 from simstore.store import SimStore
-from simstore.verify import MinHashVerification
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "examples" / "corpus.jsonl"
@@ -84,7 +84,7 @@ def make_policy(spec: str) -> tuple[str, Any]:
     if spec == "plain":
         return "no verification (SimHash k <= 3)", None
     if spec == "simhash":  # SimHashVerification, or its older name Verification
-        from simstore import verify
+        from simstore.policy import verify
 
         simhash = getattr(verify, "SimHashVerification", None) or verify.Verification
         return f"{simhash.__name__}()", simhash()
@@ -254,8 +254,8 @@ def print_pairs(tables: dict[str, Any], split: str, redone: int, total: int) -> 
 
 def diagnose(pairs: Sequence[Pair], predicted: Sequence[bool], policy: Any) -> dict[str, Any]:
     """False merges by kind with their median 5-gram Jaccard; misses by candidate status."""
-    from simstore import minhash
-    from simstore._algorithms import default_normalise
+    from simstore.text import minhash
+    from simstore.text._algorithms import default_normalise
 
     prepare = getattr(policy, "prepare", lambda text: text)
     min_bands = getattr(policy, "min_bands", 2)

@@ -6,7 +6,7 @@ Create Date: 2026-12-01
 
 Self-contained on purpose: a migration never imports live simstore code. Every signature written
 before this revision was made with the only scheme simstore had, named here as it is in
-``simstore.minhash.SCHEME`` at this revision.
+``simstore.text.minhash.SCHEME`` at this revision.
 """
 
 from __future__ import annotations

@@ -6,11 +6,11 @@ library; what lives here is declaring options, showing results and turning error
 
 - ``_app``: the ``main`` group, its global options, ``Settings``, errors -> exit codes;
 - ``output``: tables, label/value lines, JSON emit, the JSON shapes of matches and decisions;
-- ``commands.ingest``: ``ingest`` and ``dedup`` (records from ``simstore.records``, added by
-  ``simstore.ingest.ingest``);
+- ``commands.ingest``: ``ingest`` and ``dedup`` (records from ``simstore.io.records``, added by
+  ``simstore.io.ingest.ingest``);
 - ``commands.store``: ``query``, ``show``, ``explain``, ``purge``, ``stats``;
 - ``commands.fingerprints``: ``fingerprint``, ``presets`` (no database);
-- ``commands.report``: ``report`` (one HTML page, ``simstore.report``);
+- ``commands.report``: ``report`` (one HTML page, ``simstore.io.report``);
 - ``commands.db``: ``db upgrade``, ``db current``, ``db check``, ``db partition``, ``db load``;
 - ``commands.spark``: ``spark dedup`` (``simstore.spark``; PySpark imported only when it runs).
 """

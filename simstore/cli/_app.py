@@ -1,6 +1,6 @@
 """The ``simstore`` group: global options declared once, the Settings they make, exit codes.
 
-``SIMSTORE_URL`` is read here and nowhere else (through ``simstore.db.default_url``).
+``SIMSTORE_URL`` is read here and nowhere else (through ``simstore.storage.db.default_url``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from urllib.parse import quote_plus
 
 import click
 
-from simstore.db import default_url
 from simstore.errors import (
     DatabaseUnavailable,
     InvalidInput,
@@ -27,7 +26,8 @@ from simstore.errors import (
     SchemaOutOfDate,
     SimstoreError,
 )
-from simstore.verify import POLICY_NAMES, policy_from
+from simstore.policy.verify import POLICY_NAMES, policy_from
+from simstore.storage.db import default_url
 
 if TYPE_CHECKING:
     from simstore.store import SimStore
@@ -278,11 +278,11 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
     schema; every other command opens an existing namespace and writes nothing it was not asked
     to (an unknown namespace is an error, not a new empty one).
     """
-    from simstore.namespaces import existing
-    from simstore.presets import get_preset
-    from simstore.retention import parse_duration
+    from simstore.policy.validate import MAX_NAMESPACE_LENGTH, check_name
+    from simstore.storage.namespaces import existing
+    from simstore.storage.retention import parse_duration
     from simstore.store import SimStore
-    from simstore.validate import MAX_NAMESPACE_LENGTH, check_name
+    from simstore.text.presets import get_preset
 
     given = {name: value for name, value in options.items() if value is not None}
     policy = policy_from(settings.policy, threshold=settings.threshold)  # bad input first

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from simstore.encoding import to_hex
+from simstore.text.encoding import to_hex
 
 if TYPE_CHECKING:
     from simstore.cli._app import Settings

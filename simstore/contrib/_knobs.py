@@ -1,6 +1,7 @@
 """The decision knobs of the Flask and Django settings, with the same meaning as the CLI's.
 
-``POLICY`` names the policy (``simstore.verify.policy_from``), ``THRESHOLD`` is its similarity
+``POLICY`` names the policy (``simstore.policy.verify.policy_from``), ``THRESHOLD`` is its
+similarity
 threshold, ``MAX_DISTANCE`` the SimHash radius. Under a policy that decides texts by similarity
 (``minhash``) the radius only governs bare fingerprints, so a radius set there is logged as a
 warning that names the knob that does decide, never taken silently.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from simstore.verify import policy_from
+from simstore.policy.verify import policy_from
 
 log = logging.getLogger("simstore")
 

@@ -7,7 +7,8 @@ Configuration keys (all optional):
 - ``SIMSTORE_NAMESPACE`` (``"default"``), ``SIMSTORE_PRESET``, ``SIMSTORE_KEEP`` (e.g. ``"2d"``),
   ``SIMSTORE_AUTO_UPGRADE`` (None: SQLite yes, servers no).
 - ``SIMSTORE_POLICY`` (``"minhash"``, ``"simhash-verified"`` or ``"simhash"``: what decides a
-  text, ``simstore.verify.policy_from``) and ``SIMSTORE_THRESHOLD`` (None: the policy's own), the
+  text, ``simstore.policy.verify.policy_from``) and ``SIMSTORE_THRESHOLD`` (None: the policy's
+  own), the
   similarity a duplicate must reach; ``SIMSTORE_MAX_DISTANCE`` (None: 3) is the SimHash radius,
   which decides texts only under the SimHash policies (under ``minhash`` only bare fingerprints,
   and setting it logs a warning).
@@ -34,9 +35,9 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
         "(from a checkout: pip install '.[flask]')"
     ) from error
 
-from simstore import migrate
 from simstore.contrib._errors import STATUS, error_response
 from simstore.contrib._knobs import store_knobs
+from simstore.storage import migrate
 from simstore.store import SimStore
 
 EXTENSION_KEY = "simstore"

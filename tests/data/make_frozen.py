@@ -24,7 +24,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from simstore import __version__, migrate, to_hex  # noqa: E402
+from simstore import __version__, to_hex  # noqa: E402
+from simstore.storage import migrate  # noqa: E402
 from simstore.store import SimStore  # noqa: E402
 
 FROZEN = Path(__file__).resolve().parent / "frozen"

@@ -1,5 +1,5 @@
 """``db upgrade``, ``db current``, ``db check``, ``db partition``: simstore's schema; ``db load``:
-the hand-over of a batch result (``simstore.handover``)."""
+the hand-over of a batch result (``simstore.io.handover``)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import click
 
 from simstore.cli._app import Failure, Settings, main, open_store
 from simstore.cli.output import emit, pairs
-from simstore.db import redact
+from simstore.storage.db import redact
 
 if TYPE_CHECKING:
-    from simstore.migrate import Status
+    from simstore.storage.migrate import Status
 
 
 @main.group()
@@ -41,7 +41,7 @@ def upgrade(settings: Settings) -> None:
     Needed once (and after upgrading simstore) for server databases; SQLite files are upgraded
     on open.
     """
-    from simstore import migrate
+    from simstore.storage import migrate
 
     migrate.upgrade(settings.url)
     status = migrate.status(settings.url)
@@ -50,8 +50,8 @@ def upgrade(settings: Settings) -> None:
 
 def _status(settings: Settings) -> Status:
     """``migrate.status`` of the database; a missing SQLite file is reported, never created."""
-    from simstore import migrate
-    from simstore.namespaces import missing_sqlite_file
+    from simstore.storage import migrate
+    from simstore.storage.namespaces import missing_sqlite_file
 
     path = missing_sqlite_file(settings.url)
     if path is None:
@@ -104,7 +104,7 @@ def partition(settings: Settings, interval: str, keep: str) -> None:
     the partitions of the next intervals (a cron job may run it daily). 'simstore purge' then
     drops whole partitions instead of deleting rows.
     """
-    from simstore import partitions
+    from simstore.storage import partitions
 
     layout = partitions.enable(settings.url, interval=interval, keep=keep)
     made = partitions.partition_names(settings.url, "simstore_fingerprints")
@@ -140,7 +140,7 @@ def load_command(settings: Settings, source: str, batch_size: int) -> None:
     the result was made with. Keys the namespace already holds are skipped, so a load that
     stopped is simply run again.
     """
-    from simstore import handover
+    from simstore.io import handover
 
     with open_store(settings, create=True) as store:
         expect = handover.made_with(store.preset, store.policy, store.max_distance)

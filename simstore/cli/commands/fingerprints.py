@@ -6,7 +6,7 @@ import click
 
 from simstore.cli._app import Settings, main, read_argument
 from simstore.cli.output import emit, table
-from simstore.encoding import to_hex
+from simstore.text.encoding import to_hex
 
 
 @main.command()
@@ -18,8 +18,8 @@ def fingerprint(settings: Settings, text: str) -> None:
     TEXT '-' reads stdin. Prints the hex fingerprint and the number of features. Uses --preset, or
     'default' (a namespace may use another preset: see 'simstore stats').
     """
-    from simstore.fingerprint import analyze
-    from simstore.presets import get_preset
+    from simstore.text.fingerprint import analyze
+    from simstore.text.presets import get_preset
 
     preset = get_preset(settings.preset or "default")
     result = analyze(read_argument(text), preset=preset)
@@ -36,8 +36,8 @@ def presets(settings: Settings) -> None:
 
     Name, version and what each one does; the default is marked.
     """
-    from simstore.presets import get_preset
-    from simstore.presets import presets as preset_names
+    from simstore.text.presets import get_preset
+    from simstore.text.presets import presets as preset_names
 
     default = get_preset("default").name
     listed = [get_preset(name) for name in preset_names()]

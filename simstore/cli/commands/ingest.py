@@ -1,4 +1,4 @@
-"""``ingest`` and ``dedup``: records read from files, added by ``simstore.ingest.ingest``."""
+"""``ingest`` and ``dedup``: records read from files, added by ``simstore.io.ingest.ingest``."""
 
 from __future__ import annotations
 
@@ -26,10 +26,9 @@ from simstore.cli._app import (
     text_radius,
 )
 from simstore.cli.output import emit, pairs
-from simstore.db import redact
 from simstore.errors import InvalidInput
-from simstore.ingest import Rejected, ingest
-from simstore.records import (
+from simstore.io.ingest import Rejected, ingest
+from simstore.io.records import (
     FORMATS,
     KEY_FROM,
     STDIN_NAME,
@@ -39,6 +38,7 @@ from simstore.records import (
     format_of,
     read_records,
 )
+from simstore.storage.db import redact
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -91,7 +91,7 @@ class Tally:
 def exact_copy(record: Record | Rejected, decision: Decision) -> bool:
     """A record keyed by its text whose text is already kept under that key: a duplicate.
 
-    Its decision is the replay of the kept one (``simstore.records``: the key is the text's
+    Its decision is the replay of the kept one (``simstore.io.records``: the key is the text's
     hash), so it is counted and written as an exact copy of that key, not as kept again.
     """
     return (

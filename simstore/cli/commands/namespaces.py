@@ -8,7 +8,7 @@ import click
 
 from simstore.cli._app import Failure, Settings, main, open_store
 from simstore.cli.output import emit, iso, shown, table
-from simstore.db import redact
+from simstore.storage.db import redact
 
 
 @main.group(invoke_without_command=True)
@@ -27,7 +27,7 @@ def namespaces(ctx: click.Context) -> None:
 @click.pass_obj
 def list_namespaces(settings: Settings) -> None:
     """List the namespaces with their preset and counts (nothing is written)."""
-    from simstore.namespaces import listed
+    from simstore.storage.namespaces import listed
 
     found = listed(settings.url)
     data = [dataclasses.asdict(info) | {"created_at": iso(info.created_at)} for info in found]
@@ -49,7 +49,7 @@ def drop(settings: Settings, name: str, yes: bool) -> None:
     Refused (exit 1) without --yes, saying what would be deleted; one transaction with the
     namespace's write lock, so concurrent adds to it finish first or fail after.
     """
-    from simstore.namespaces import drop as drop_namespace
+    from simstore.storage.namespaces import drop as drop_namespace
 
     chosen = dataclasses.replace(settings, namespace=name)
     with open_store(chosen) as store:

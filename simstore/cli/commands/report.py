@@ -8,7 +8,7 @@ import click
 
 from simstore.cli._app import Settings, main, open_store
 from simstore.cli.output import emit
-from simstore.records import FORMATS
+from simstore.io.records import FORMATS
 
 
 def _source_texts(
@@ -16,7 +16,7 @@ def _source_texts(
 ) -> Callable[[frozenset[str]], dict[str, str]]:
     """A function that reads the wanted keys' texts from the records file, in one pass (only
     those keys' texts are held), keyed as ``ingest`` keys them."""
-    from simstore.records import InputOptions, Record, format_of, read_records
+    from simstore.io.records import InputOptions, Record, format_of, read_records
 
     try:
         chosen = format_of(path, format_)
@@ -99,9 +99,9 @@ def report(
     side by side with their differences, each with the 'simstore explain' command that shows it
     again. Read-only: reads aggregates and bounded samples, never the whole namespace.
     """
-    from simstore.report import MAX_SAMPLE
-    from simstore.retention import parse_duration
-    from simstore.validate import check_int
+    from simstore.io.report import MAX_SAMPLE
+    from simstore.policy.validate import check_int
+    from simstore.storage.retention import parse_duration
 
     if since is not None:
         parse_duration(since)  # bad input is exit 4 before anything is opened

@@ -12,7 +12,7 @@ import click
 from simstore.cli._app import Settings, main
 from simstore.cli.output import emit, pairs
 from simstore.errors import InvalidInput
-from simstore.verify import policy_from
+from simstore.policy.verify import policy_from
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -139,9 +139,9 @@ def dedup_command(
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from simstore import handover as handing
     from simstore import spark as simspark
-    from simstore.presets import get_preset
+    from simstore.io import handover as handing
+    from simstore.text.presets import get_preset
 
     chosen = _format_of(source, kind)
     ours = SparkSession.getActiveSession() is None  # a caller's session is left running

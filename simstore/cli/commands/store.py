@@ -12,8 +12,8 @@ import click
 
 from simstore.cli._app import Failure, Settings, main, open_store, read_argument, text_radius
 from simstore.cli.output import decision_json, emit, iso, match_json, pairs, shown, table, verdict
-from simstore.db import redact
-from simstore.encoding import to_hex
+from simstore.storage.db import redact
+from simstore.text.encoding import to_hex
 
 if TYPE_CHECKING:
     from simstore.results import Decision
@@ -80,8 +80,8 @@ class _Looked:
 
 def _look_up(settings: Settings, key: str) -> _Looked:
     """The decision of KEY, the texts kept for it and its match, and a match that is gone."""
-    from simstore.export import recorded_duplicate_of
-    from simstore.validate import check_key
+    from simstore.io.export import recorded_duplicate_of
+    from simstore.policy.validate import check_key
 
     check_key(key)  # bad input is exit 4 before anything is opened
     with open_store(settings) as store:
@@ -169,7 +169,7 @@ def purge(settings: Settings, keep: str | None, dry_run: bool) -> None:
     Partitions are as long as the namespace's partition length (1h by default), so a window
     shorter than that still deletes only whole partitions.
     """
-    from simstore.retention import format_duration, parse_duration
+    from simstore.storage.retention import format_duration, parse_duration
 
     window = keep if keep is not None else settings.keep
     if window is not None:
@@ -258,7 +258,7 @@ def export(settings: Settings, what: str, format_: str, out: str) -> None:
     Streams in batches (bounded memory), nothing is written to the store. CSV of clusters has
     one row per member (cluster, size, key); JSON lines one line per cluster with its keys.
     """
-    from simstore import export as exporting
+    from simstore.io import export as exporting
 
     with open_store(settings) as store, click.open_file(out, "w", encoding="utf-8") as stream:
         rows = {
@@ -272,7 +272,7 @@ def export(settings: Settings, what: str, format_: str, out: str) -> None:
 
 
 def _write(stream: Any, rows: Any, what: str, format_: str) -> int:
-    from simstore.export import FIELDS
+    from simstore.io.export import FIELDS
 
     count = 0
     if format_ == "jsonl":

@@ -3,7 +3,7 @@
 Configuration: an optional ``SIMSTORE`` setting, a dict with any of ``URL`` (default: the Django
 database named by ``DATABASE``, itself ``"default"``, translated to an SQLAlchemy URL),
 ``NAMESPACE``, ``PRESET``, ``KEEP``, ``POLICY`` (``"minhash"``, ``"simhash-verified"`` or
-``"simhash"``: what decides a text, ``simstore.verify.policy_from``), ``THRESHOLD`` (the
+``"simhash"``: what decides a text, ``simstore.policy.verify.policy_from``), ``THRESHOLD`` (the
 similarity a duplicate must reach; default: the policy's own) and ``MAX_DISTANCE`` (3, the SimHash
 radius: it decides texts only under the SimHash policies; under ``minhash`` only bare fingerprints,
 and setting it logs a warning).

@@ -8,8 +8,8 @@ from django.db import migrations
 
 
 def upgrade_simstore(apps: Any, schema_editor: Any) -> None:
-    from simstore import migrate
     from simstore.contrib.django import configured_alias, store_url
+    from simstore.storage import migrate
 
     if schema_editor.connection.alias == configured_alias():
         migrate.upgrade(store_url())

@@ -7,9 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from simstore import migrate
 from simstore.contrib.django import get_store, store_url
 from simstore.errors import SimstoreError
+from simstore.storage import migrate
 
 
 class Command(BaseCommand):

@@ -1,0 +1,335 @@
+"""Hand-over: load a batch result (``simstore.spark``, ``simstore.policy.batch``) into a store in
+bulk,
+so that online dedup continues from it.
+
+``load(store, rows)`` writes what ``SimStore.add_many`` would have written for the same inputs:
+a ``simstore_fingerprints`` row (fingerprint, bands, comparison text, MinHash signature) and its
+``simstore_minhash`` band keys for every kept text, and a ``simstore_decisions`` row for every
+duplicate (a kept text's row is its own record).
+So afterwards adding one of the corpus's texts again replays its decision (the key is known), and
+a new near-duplicate of a loaded kept text is found by the store's usual lookups.
+
+What it trusts: the rows were made with the store's preset and policy (``simstore.spark.dedup``
+with ``preset=store.preset, policy=store.policy``; a signature of the wrong size is refused), and
+every ``duplicate_of`` names a kept key of the load or of the store. Every row gets one moment
+(``at``, default now): its ``added_at`` and time partition, as ``add_many(at=...)`` gives. Rows
+whose key the namespace already holds are skipped (the same fingerprint) or refused
+(``KeyConflict``), so a load that stopped half-way can simply be run again. Each chunk of
+``batch_size`` rows is one transaction under the store's exclusive write lock.
+
+On disk (``simstore spark dedup --handover DIR``, read back by ``read_parquet`` for ``simstore db
+load``): Parquet with the columns of ``HANDOVER_COLUMNS`` (the fingerprint signed, as stored) and
+``made_with``, the preset and policy that made the rows (``made_with()``), checked on load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from simstore.errors import InvalidInput, InvalidType, KeyConflict
+from simstore.policy.validate import check_int, check_key
+from simstore.storage import _prepared as prepared
+from simstore.storage._finder import padded_params
+from simstore.storage.locking import lock_for_write
+from simstore.storage.retention import partition_of, utc_naive
+from simstore.storage.schema import (
+    BandKeyRow,
+    DecisionRow,
+    FingerprintRow,
+    band_keys_in_row,
+    decisions,
+    fingerprints,
+    minhash_keys,
+    namespaces,
+)
+from simstore.text import minhash
+from simstore.text.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
+
+if TYPE_CHECKING:  # the store delegates its bulk load here: no import cycle at run time
+    from simstore.policy.verify import Policy
+    from simstore.store import SimStore
+    from simstore.text.presets import Preset
+
+__all__ = [
+    "HANDOVER_COLUMNS",
+    "LoadReport",
+    "LoadRow",
+    "band_keys_of",
+    "load",
+    "made_with",
+    "read_parquet",
+]
+
+# a hand-over file's columns: simstore.spark.dedup(..., with_items=True)'s, plus made_with
+HANDOVER_COLUMNS = (
+    "key", "kept", "duplicate_of", "distance", "measure", "score",
+    "order", "fingerprint", "text", "signature", "band_keys", "made_with",
+)  # fmt: skip
+
+_IN_CHUNK = 500  # keys per IN list when reading back ids and known keys
+
+
+class LoadRow(NamedTuple):
+    """One decided text of a batch result, as ``load`` takes it (a mapping with these fields
+    works too). ``fingerprint`` is unsigned; ``text``, ``signature`` and ``band_keys`` matter
+    for kept rows only (band keys default to the signature's)."""
+
+    key: str
+    kept: bool
+    fingerprint: int
+    text: str | None = None
+    signature: bytes | None = None
+    band_keys: Sequence[int] | None = None
+    duplicate_of: str | None = None
+    distance: int | None = None
+    measure: str | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What ``load`` wrote: kept rows, duplicate decisions, and rows skipped as already there."""
+
+    kept: int
+    duplicates: int
+    skipped: int
+
+
+def band_keys_of(signature: bytes) -> tuple[int, ...]:
+    """The distinct, sorted MinHash band keys of a stored signature (as ``Policy.sign`` has)."""
+    values = minhash.from_bytes(signature).reshape(1, minhash.VALUES)
+    return tuple(sorted(set(minhash.band_keys(values)[0].tolist())))
+
+
+def load(
+    store: SimStore,
+    rows: Iterable[LoadRow | Mapping[str, Any]],
+    *,
+    at: datetime | None = None,
+    batch_size: int = 5_000,
+) -> LoadReport:
+    """Write a batch result into ``store`` in bulk (see the module docstring)."""
+    check_int("batch_size", batch_size, lowest=1)
+    if isinstance(rows, (str, bytes, Mapping)):
+        raise InvalidType("load takes an iterable of rows, not a single row")
+    moment = utc_naive(at)
+    part = partition_of(moment, store.partition_seconds)
+    kept = duplicates = skipped = 0
+    for chunk in _chunked(rows, batch_size):
+        checked = [_check_row(row) for row in chunk]
+        with store.connections.transaction() as conn:
+            lock_for_write(conn, store.ns_id, None)
+            fresh = _drop_known(conn, store.ns_id, checked)
+            skipped += len(checked) - len(fresh)
+            _write(conn, store.ns_id, moment, part, fresh)
+        kept += sum(1 for row in fresh if row.kept)
+        duplicates += sum(1 for row in fresh if not row.kept)
+    return LoadReport(kept, duplicates, skipped)
+
+
+def _chunked(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _check_row(raw: object) -> LoadRow:
+    if isinstance(raw, Mapping):
+        unknown = set(raw) - set(LoadRow._fields)
+        if unknown:
+            raise InvalidInput(f"unknown load row fields {sorted(unknown)}")
+        try:
+            row = LoadRow(**raw)
+        except TypeError as error:
+            raise InvalidInput(f"a load row needs key, kept and fingerprint ({error})") from None
+    elif isinstance(raw, LoadRow):
+        row = raw
+    else:
+        raise InvalidType(f"a load row is a LoadRow or a mapping, not {type(raw).__name__}")
+    key = check_key(row.key)
+    check_fingerprint(row.fingerprint)
+    if not isinstance(row.kept, bool):
+        raise InvalidInput(f"kept must be True or False (key {key!r})")
+    signature = None if row.signature is None else bytes(row.signature)
+    if signature is not None and len(signature) != minhash.SIGNATURE_BYTES:
+        raise InvalidInput(
+            f"key {key!r}: a signature has {minhash.SIGNATURE_BYTES} bytes, not {len(signature)}"
+        )
+    if row.kept:
+        keys: tuple[int, ...] = ()
+        if signature is not None:
+            # the signature's own keys: purge and remove recompute them from it, so other keys
+            # would stay behind for ever
+            keys = band_keys_of(signature)
+            if row.band_keys is not None and tuple(sorted(set(row.band_keys))) != keys:
+                raise InvalidInput(
+                    f"key {key!r}: band_keys are not its signature's band keys under "
+                    f"{minhash.SCHEME} (a hand-over made by another simstore version?)"
+                )
+        return row._replace(key=key, signature=signature, band_keys=keys, duplicate_of=None)
+    if row.duplicate_of is None or row.distance is None:
+        raise InvalidInput(f"key {key!r} is a duplicate: it needs duplicate_of and distance")
+    return row._replace(key=key, duplicate_of=check_key(row.duplicate_of))
+
+
+def _drop_known(conn: Connection, ns_id: int, rows: Sequence[LoadRow]) -> list[LoadRow]:
+    """The rows whose key the namespace has no decision for (a known key with the same
+    fingerprint is skipped, with another one refused); a key twice in a load is refused."""
+    seen: dict[str, int] = {}
+    for row in rows:
+        if row.key in seen:
+            raise InvalidInput(f"key {row.key!r} appears twice in the load")
+        seen[row.key] = row.fingerprint
+    known: dict[str, int] = {}
+    keys = list(seen)
+    for first in range(0, len(keys), _IN_CHUNK):
+        wanted = keys[first : first + _IN_CHUNK]
+        # the store's own lookup of recorded decisions (logged ones and kept rows), as add's
+        statement = prepared.decisions_by_key(conn.dialect, prepared.padded(len(wanted)))
+        for row in statement.run(conn, {"ns": ns_id, **padded_params("k", wanted)}):
+            known[row[2]] = from_signed(int(row[3]))  # (id, ns_id, key, fp, ...)
+    for key, value in known.items():
+        if value != seen[key]:
+            raise KeyConflict(
+                f"key {key!r} is in the store with fingerprint {to_hex(value)}, "
+                f"the load has {to_hex(seen[key])}"
+            )
+    return [row for row in rows if row.key not in known]
+
+
+def _write(
+    conn: Connection, ns_id: int, moment: datetime, part: int, rows: Sequence[LoadRow]
+) -> None:
+    kept = [row for row in rows if row.kept]
+    if any(row.signature is None for row in kept):
+        # the finder looks up SimHash bands for signed texts only once a row lacks a signature
+        conn.execute(
+            sa.update(namespaces)
+            .where(namespaces.c.id == ns_id, namespaces.c.unsigned_rows == sa.false())
+            .values(unsigned_rows=sa.true())
+        )
+    in_row = band_keys_in_row(conn.dialect)
+    fingerprint_rows = [_fingerprint_row(ns_id, row, moment, part, in_row) for row in kept]
+    if fingerprint_rows:
+        conn.execute(fingerprints.insert(), [row._asdict() for row in fingerprint_rows])
+    signed = [row for row in kept if row.band_keys and not in_row]
+    if signed:
+        ids = _ids_by_key(conn, ns_id, [row.key for row in signed])
+        band_rows = [
+            BandKeyRow(band_key, ns_id, ids[row.key])
+            for row in signed
+            for band_key in row.band_keys or ()
+        ]
+        conn.execute(minhash_keys.insert(), [row._asdict() for row in band_rows])
+    # the duplicates' decisions (a kept row is its own record)
+    decision_rows = [_decision_row(ns_id, row, moment, part) for row in rows if not row.kept]
+    if decision_rows:
+        conn.execute(decisions.insert(), [row._asdict() for row in decision_rows])
+
+
+def _fingerprint_row(
+    ns_id: int, row: LoadRow, moment: datetime, part: int, keys_in_row: bool
+) -> FingerprintRow:
+    b0, b1, b2, b3 = bands(row.fingerprint)
+    fp = to_signed(row.fingerprint)
+    keys = list(row.band_keys) if keys_in_row and row.band_keys else None
+    return FingerprintRow(
+        ns_id, row.key, fp, b0, b1, b2, b3, moment, part, row.text, row.signature, keys,
+        row.signature is None,
+    )  # fmt: skip
+
+
+def _decision_row(ns_id: int, row: LoadRow, moment: datetime, part: int) -> DecisionRow:
+    return DecisionRow(
+        ns_id,
+        row.key,
+        to_signed(row.fingerprint),
+        moment,
+        part,
+        row.kept,
+        row.duplicate_of,
+        row.distance,
+        row.measure,
+        row.score,
+    )
+
+
+def _ids_by_key(conn: Connection, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
+    ids: dict[str, int] = {}
+    for first in range(0, len(keys), _IN_CHUNK):
+        statement = sa.select(fingerprints.c.id, fingerprints.c.key).where(
+            fingerprints.c.ns_id == ns_id, fingerprints.c.key.in_(keys[first : first + _IN_CHUNK])
+        )
+        for row_id, key in conn.execute(statement):
+            ids[key] = int(row_id)
+    return ids
+
+
+def made_with(preset: Preset, policy: Policy, max_distance: int) -> str:
+    """What made a batch result, as a hand-over file records it and ``read_parquet`` checks it:
+    the preset's label and the policy's line (``SimStore``'s ``preset`` and ``policy``)."""
+    return f"{preset.label}; {policy.describe(max_distance)}"
+
+
+def _parquet_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise InvalidInput(f"no hand-over file or directory at {path}")
+    # Spark's layout: part files, plus _SUCCESS and .crc files that are not data
+    found = sorted(
+        child
+        for child in path.rglob("*.parquet")
+        if child.is_file() and not child.name.startswith(("_", "."))
+    )
+    if not found:
+        raise InvalidInput(f"no Parquet files in {path} (a hand-over is written as Parquet)")
+    return found
+
+
+def read_parquet(
+    path: str | Path, *, expect: str | None = None, batch_size: int = 5_000
+) -> Iterator[LoadRow]:
+    """The rows of a hand-over file, or of a directory of them (``simstore spark dedup
+    --handover DIR``), one Arrow batch at a time, for ``load``. ``expect``: the ``made_with`` the
+    store's preset and policy give; a file made with another is refused (a file without the
+    column is taken as it is)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as error:
+        raise ImportError(
+            "reading a hand-over needs pyarrow: pip install 'simstore[parquet]' "
+            "(from a checkout: pip install '.[parquet]')"
+        ) from error
+    for name in _parquet_files(Path(path)):
+        try:
+            parquet = pq.ParquetFile(name)
+        except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+            raise InvalidInput(f"{name} is not a Parquet file: {error}") from None
+        columns = set(parquet.schema_arrow.names)
+        optional = ("order", "made_with")
+        missing = [c for c in HANDOVER_COLUMNS if c not in columns and c not in optional]
+        if missing:
+            raise InvalidInput(f"{name} is not a hand-over: it has no column {missing[0]!r}")
+        wanted = [c for c in HANDOVER_COLUMNS if c in columns and c != "order"]
+        for record in parquet.iter_batches(batch_size=batch_size, columns=wanted):
+            for row in record.to_pylist():
+                stamp = row.pop("made_with", None)
+                if expect is not None and stamp is not None and stamp != expect:
+                    raise InvalidInput(
+                        f"{name} was made with {stamp}, the store decides with {expect}: "
+                        "load it into a namespace with that preset and policy"
+                    )
+                yield LoadRow(**{**row, "fingerprint": from_signed(int(row["fingerprint"]))})

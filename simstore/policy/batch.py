@@ -1,0 +1,243 @@
+"""The store's decisions without a database: sign many texts, find and confirm candidate pairs,
+and replay confirmed pairs in input order into keep / duplicate-of verdicts.
+
+A batch engine (``simstore.spark``, or a plain loop) reproduces ``SimStore.add_many`` with these
+functions, which are the ones the store itself runs: ``plan_items`` makes the store's items,
+``Policy.is_candidate`` and ``Policy.confirm_many`` are its rule, ``sort_matches`` picks the best
+earlier kept text. The rule: a text is compared only with texts kept before it (a duplicate is
+never a reference), and it is a duplicate of its best confirmed earlier kept text (smallest
+SimHash distance, then earliest, then smallest key); else it is kept.
+
+Retention is not modelled: every earlier text counts as inside the window.
+
+>>> from simstore import batch
+>>> verdicts = batch.dedup(["the same text", "the same text!", "another one"])
+>>> [(v.kept, v.duplicate_of) for v in verdicts]
+[(True, None), (False, '0'), (True, None)]
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from simstore.errors import InvalidInput, InvalidType
+from simstore.policy.probes import band_values
+from simstore.policy.validate import check_key, check_radius
+from simstore.policy.verify import DEFAULT_POLICY, Item, Kept, Policy, check_policy
+from simstore.results import preference
+from simstore.text.encoding import check_fingerprint
+from simstore.text.fingerprint import analyze_many
+from simstore.text.presets import Preset, get_preset
+
+__all__ = [
+    "Edge",
+    "Item",
+    "Verdict",
+    "candidates",
+    "confirm",
+    "dedup",
+    "plan_items",
+    "replay",
+    "sign",
+]
+
+_SAME_MOMENT = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A confirmed pair: item ``new`` is a near-duplicate of the earlier item ``old``."""
+
+    new: int
+    old: int
+    distance: int
+    measure: str | None
+    score: float | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The decision for one input: kept, or a duplicate of an earlier kept key."""
+
+    key: str
+    kept: bool
+    duplicate_of: str | None = None
+    distance: int | None = None
+    measure: str | None = None
+    score: float | None = None
+
+
+def plan_items(
+    raw: Sequence[tuple[Any, Any, Any]],
+    *,
+    preset: Preset,
+    policy: Policy,
+    max_distance: int,
+    explicit: int | None = None,
+) -> list[Item]:
+    """Validate (key, text, fingerprint) triples and make the items the store decides.
+
+    Texts are fingerprinted together and planned by ``policy`` (signed in one pass); a bare
+    fingerprint, or any item when ``explicit`` (a radius given to ``add`` or ``query``) is set,
+    is decided by SimHash distance alone at that radius. A radius given with a text is refused
+    under a policy that decides texts by similarity.
+    """
+    for key, text, value in raw:
+        checked = check_key(key)
+        if (text is None) == (value is None):
+            raise InvalidInput(f"give exactly one of text and fingerprint (key {checked!r})")
+        if value is not None:
+            check_fingerprint(value)
+    texts = [text for _key, text, value in raw if value is None]
+    if explicit is not None and texts and not policy.decides_texts_by_distance:
+        raise InvalidInput(
+            f"max_distance has no meaning for a text under the {policy.name} policy, which "
+            "decides texts by similarity (its threshold); it applies to fingerprints, or open "
+            "the store with policy=SimHashOnly() to decide texts by distance"
+        )
+    analysed = iter(analyze_many(texts, preset=preset))
+    radius = max_distance if explicit is None else explicit
+    items: list[Item] = []
+    to_plan: list[tuple[Item, str]] = []
+    for key, text, value in raw:
+        if value is not None:
+            items.append(Item(key, value, None, radius))
+            continue
+        result = next(analysed)
+        item = Item(key, result.fingerprint, result.features, radius)
+        items.append(item)
+        if explicit is None:
+            to_plan.append((item, text))
+    if to_plan:
+        policy.plan_many([i for i, _t in to_plan], [t for _i, t in to_plan], max_distance)
+    return items
+
+
+def sign(
+    texts: Sequence[str],
+    *,
+    keys: Sequence[str] | None = None,
+    preset: str | Preset = "default",
+    policy: Policy = DEFAULT_POLICY,
+    max_distance: int = 3,
+) -> list[Item]:
+    """Fingerprint and plan texts as a store with this preset and policy would: each Item holds
+    its fingerprint, comparison text, MinHash signature and band keys (keys default to "0"...)."""
+    if isinstance(texts, (str, bytes)):
+        raise InvalidType("sign takes a sequence of texts, not a single text")
+    names = [str(i) for i in range(len(texts))] if keys is None else list(keys)
+    if len(names) != len(texts):
+        raise InvalidInput(f"{len(names)} keys for {len(texts)} texts")
+    if len(set(names)) != len(names):
+        raise InvalidInput("keys must be unique")
+    raw = [(key, text, None) for key, text in zip(names, texts, strict=True)]
+    return plan_items(
+        raw,
+        preset=get_preset(preset),
+        policy=check_policy(policy),
+        max_distance=check_radius(max_distance),
+    )
+
+
+def candidates(items: Sequence[Item], *, policy: Policy = DEFAULT_POLICY) -> list[tuple[int, int]]:
+    """Every pair (new, old), old < new, that the store would confirm: shared band keys or the
+    SimHash radius, as ``policy.is_candidate`` says. In memory; a big corpus wants a join."""
+    check_policy(policy)
+    holders: dict[int, list[int]] = {}
+    by_band: list[dict[int, list[int]]] = [{}, {}, {}, {}]
+    pairs: list[tuple[int, int]] = []
+    for new, item in enumerate(items):
+        shared = Counter(old for key in item.band_keys for old in holders.get(key, ()))
+        near = {
+            old
+            for band, values in band_values(item.fingerprint, item.radius, item.own_bands).items()
+            for value in values
+            for old in by_band[band].get(value, ())
+        }
+        for old in sorted(near.union(shared)):
+            if policy.is_candidate(item, items[old], shared.get(old, 0)):
+                pairs.append((new, old))
+        for key in item.band_keys:
+            holders.setdefault(key, []).append(new)
+        for band, value in enumerate(item.own_bands):
+            by_band[band].setdefault(value, []).append(new)
+    return pairs
+
+
+def confirm(
+    items: Sequence[Item],
+    pairs: Iterable[tuple[int, int]],
+    *,
+    policy: Policy = DEFAULT_POLICY,
+    max_distance: int = 3,
+) -> list[Edge]:
+    """The candidate pairs (new, old) that ``policy`` confirms, with distance, measure, score
+    (signature estimates in one numpy pass)."""
+    check_policy(policy)
+    wanted = list(pairs)
+    news = [items[new] for new, _old in wanted]
+    olds = [_as_kept(items[old]) for _new, old in wanted]
+    matches = policy.confirm_many(news, olds, check_radius(max_distance))
+    return [
+        Edge(new, old, match.distance, match.measure, match.score)
+        for (new, old), match in zip(wanted, matches, strict=True)
+        if match is not None
+    ]
+
+
+def _as_kept(item: Item, at: datetime = _SAME_MOMENT) -> Kept:
+    return Kept(item.key, item.fingerprint, at, item.text, item.signature)
+
+
+def replay(
+    keys: Sequence[str], edges: Iterable[Edge], *, moments: Sequence[datetime] | None = None
+) -> list[Verdict]:
+    """Keep / duplicate-of verdicts in input order from confirmed edges, by the store's rule.
+
+    ``moments`` (when each input arrived) break ties between equally near kept texts as the
+    store's ``added_at`` does; by default every input shares one moment (``add_many(at=...)``).
+    """
+    if moments is not None and len(moments) != len(keys):
+        raise InvalidInput(f"{len(moments)} moments for {len(keys)} keys")
+    earlier: dict[int, list[Edge]] = {}
+    for edge in edges:
+        if not 0 <= edge.old < edge.new < len(keys):
+            raise InvalidInput(f"edge {edge.new} -> {edge.old} does not point to an earlier input")
+        earlier.setdefault(edge.new, []).append(edge)
+    kept = [False] * len(keys)
+    verdicts: list[Verdict] = []
+
+    def order(edge: Edge) -> tuple[Any, ...]:
+        moment = _SAME_MOMENT if moments is None else moments[edge.old]
+        return preference(edge.distance, moment, keys[edge.old])
+
+    for new, key in enumerate(keys):
+        matches = [edge for edge in earlier.get(new, ()) if kept[edge.old]]
+        if not matches:
+            kept[new] = True
+            verdicts.append(Verdict(key, True))
+            continue
+        best = min(matches, key=order)
+        verdicts.append(
+            Verdict(key, False, keys[best.old], best.distance, best.measure, best.score)
+        )
+    return verdicts
+
+
+def dedup(
+    texts: Sequence[str],
+    *,
+    keys: Sequence[str] | None = None,
+    preset: str | Preset = "default",
+    policy: Policy = DEFAULT_POLICY,
+    max_distance: int = 3,
+) -> list[Verdict]:
+    """``sign``, ``candidates``, ``confirm`` and ``replay`` in one call, all in memory."""
+    items = sign(texts, keys=keys, preset=preset, policy=policy, max_distance=max_distance)
+    pairs = candidates(items, policy=policy)
+    edges = confirm(items, pairs, policy=policy, max_distance=max_distance)
+    return replay([item.key for item in items], edges)

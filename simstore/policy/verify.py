@@ -1,0 +1,622 @@
+"""Policies: how a text is decided. The one module that says what makes a near-duplicate.
+
+A policy owns its rule end to end (``Policy``): what it computes for a text (``plan``: the search
+radius, the comparison text it keeps, the MinHash signature and band keys), which kept rows are
+its candidates (``is_candidate``: shared band keys, or the SimHash radius) and when a candidate
+is a duplicate (``confirm``, with the measure and score that decided). ``SimStore``, its finder
+and the DB-free ``simstore.policy.batch`` call these methods and never look at a policy's type, so
+the
+store and a batch job cannot disagree.
+
+- ``MinHashVerification()``, the default: MinHash-LSH band keys find candidates of every text, a
+  similarity decides (see its docstring).
+- ``SimHashVerification(...)``: SimHash only; short texts are searched at a wider radius and
+  confirmed by an exact measure. It needs no side table.
+- ``SimHashOnly(min_features=3)``: plain SimHash at the store's radius.
+
+An item that was not planned (added as a bare fingerprint, or with an explicit ``max_distance``)
+is decided by distance alone under every policy; so is a planned item against a kept row that
+lacks what the policy compares (no signature, no kept text).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar, Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from simstore.errors import InvalidInput, InvalidType
+from simstore.policy.validate import check_fraction, check_int
+from simstore.results import Match
+from simstore.text import minhash
+from simstore.text._algorithms import default_normalise, default_normalise_many
+from simstore.text.encoding import bands
+from simstore.text.similarity import (
+    char_ngrams,
+    cosine,
+    edit_ratio,
+    jaccard,
+    jaccard_of_sets,
+    replacements,
+)
+
+Measure = Literal["jaccard", "cosine", "edit"]
+MEASURES: tuple[Measure, ...] = ("jaccard", "cosine", "edit")
+
+
+@dataclass
+class Item:
+    """One text or fingerprint to decide, with what its policy computed for it (``plan``)."""
+
+    key: str
+    fingerprint: int
+    features: int | None
+    radius: int  # SimHash search radius
+    text: str | None = None  # the comparison text, kept in the row (short texts)
+    threshold: float | None = None  # SimHashVerification: the exact measure must reach this
+    normalised: str | None = None  # the text to sign (MinHash), before ``Policy.sign``
+    signature: bytes | None = None  # MinHash signature (``simstore.text.minhash``)
+    band_keys: tuple[int, ...] = ()  # its distinct LSH band keys, sorted
+    planned: bool = False  # whether a policy planned it (else: decided by distance alone)
+    mostly_cjk: bool = False  # most of its normalised characters are Chinese or Japanese
+    own_bands: tuple[int, int, int, int] = field(init=False)  # bands(fingerprint), split once
+
+    def __post_init__(self) -> None:
+        self.own_bands = bands(self.fingerprint)
+
+
+class Kept(NamedTuple):
+    """What confirming a kept row (or an earlier item of a batch) needs of it."""
+
+    key: str
+    fingerprint: int
+    added_at: datetime
+    text: str | None
+    signature: bytes | None
+
+
+def _score(measure: Measure, a: str, b: str) -> float:
+    if measure == "jaccard":
+        return jaccard(a, b, n=3, normalise=False)
+    if measure == "cosine":
+        return cosine(a, b, unit="char", normalise=False)
+    return edit_ratio(a, b, normalise=False)
+
+
+class _Scores:
+    """A measure between normalised texts that makes the n-grams of a first text once, however
+    often it is compared: one short text can have thousands of candidates in a call."""
+
+    def __init__(self, measure: Measure) -> None:
+        self.measure = measure
+        self._grams: dict[str, set[str]] = {}
+
+    def __call__(self, a: str, b: str) -> float:
+        if self.measure != "jaccard":
+            return _score(self.measure, a, b)
+        grams = self._grams.get(a)
+        if grams is None:
+            grams = self._grams[a] = char_ngrams(a, 3)
+        return jaccard_of_sets(grams, char_ngrams(b, 3))
+
+
+@functools.lru_cache(maxsize=16)
+def _values_for(estimate: float) -> int:
+    """The fewest equal signature values whose estimate (``minhash.jaccard``) reaches this."""
+    return next(m for m in range(minhash.VALUES + 1) if minhash.jaccard(m) >= estimate)
+
+
+def _check_measure(measure: object) -> None:
+    if measure not in MEASURES:
+        raise InvalidInput(f"measure must be one of {MEASURES}, not {measure!r}")
+
+
+def _by_distance(item: Item, kept: Kept, distance: int, radius: int) -> Match | None:
+    return (
+        Match(kept.key, kept.fingerprint, distance, kept.added_at) if distance <= radius else None
+    )
+
+
+class Policy(ABC):
+    """What a policy must say: how to plan a text, which rows are candidates, what confirms one."""
+
+    name: ClassVar[str]
+    # whether texts are decided by SimHash distance, so that a radius given with a text means
+    # something (under MinHash a text is decided by similarity; its radius is for fingerprints)
+    decides_texts_by_distance: ClassVar[bool] = True
+    min_bands: int = 1  # shared band keys that make two signed texts candidates
+
+    @abstractmethod
+    def plan(self, item: Item, text: str, max_distance: int) -> None:
+        """Fill in what the policy decides ``item`` (a text) by: radius, comparison text, ..."""
+
+    def sign(self, items: Sequence[Item]) -> None:  # noqa: B027 - optional, a no-op by default
+        """Compute what ``plan`` left to a batch pass (signatures); nothing by default."""
+
+    def plan_many(
+        self, items: Sequence[Item], texts: Sequence[str], max_distance: int
+    ) -> list[Item]:
+        """``plan`` each item with its text, then ``sign`` them all in one pass."""
+        for item, text in zip(items, texts, strict=True):
+            self.plan(item, text, max_distance)
+            item.planned = True
+        self.sign(items)
+        return list(items)
+
+    @staticmethod
+    def by_radius(item: Item, signature: bytes | None) -> bool:
+        """Whether a kept row with this signature is a candidate of ``item`` by SimHash radius:
+        only when it has none. A signed row is found by its MinHash band keys alone, so the
+        SimHash band indexes leave it out (``schema.SIMHASH_BAND_INDEXES``): a fingerprint, which
+        has no band keys, meets only the rows kept without a signature."""
+        return signature is None
+
+    def min_shared(self, item: Item) -> int:
+        """How many band keys a kept text must share with ``item`` to be its candidate."""
+        return self.min_bands
+
+    def least_equal_values(self) -> int | None:
+        """The fewest MinHash signature values two signed texts can share and still match (a bar
+        under every rule of the policy: a kept row below it is passed over unconfirmed); None
+        when the policy has no such bar."""
+        return None
+
+    def is_candidate(self, item: Item, kept: Item, shared_band_keys: int) -> bool:
+        """Whether an earlier ``kept`` item is a candidate of ``item`` (the store's rule, for
+        candidates found without the database: ``simstore.policy.batch``, in-batch items)."""
+        if item.band_keys and kept.band_keys and shared_band_keys >= self.min_shared(item):
+            return True
+        distance = (item.fingerprint ^ kept.fingerprint).bit_count()
+        return distance <= item.radius and self.by_radius(item, kept.signature)
+
+    def confirm(self, item: Item, kept: Kept, max_distance: int) -> Match | None:
+        """The Match if candidate ``kept`` is a near-duplicate of ``item`` (window checked by the
+        caller), with the measure and score that decided; None otherwise."""
+        distance = (kept.fingerprint ^ item.fingerprint).bit_count()
+        if not item.planned:
+            return _by_distance(item, kept, distance, item.radius)
+        return self._confirm(item, kept, distance, max_distance)
+
+    def confirm_many(
+        self, items: Sequence[Item], kept: Sequence[Kept], max_distance: int
+    ) -> list[Match | None]:
+        """``confirm`` over aligned pairs (``items[i]`` against ``kept[i]``)."""
+        return [self.confirm(a, b, max_distance) for a, b in zip(items, kept, strict=True)]
+
+    @abstractmethod
+    def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
+        """``confirm`` for a planned item."""
+
+    @abstractmethod
+    def describe(self, max_distance: int) -> str:
+        """One line for people: the policy and its thresholds."""
+
+
+@dataclass(frozen=True)
+class SimHashOnly(Policy):
+    """Plain SimHash: a kept fingerprint within the store's ``max_distance`` bits is a duplicate.
+
+    A text with fewer than ``min_features`` features (see ``simstore.analyze``) matches only at
+    distance 0, i.e. (barring hash collisions) the same normalised content: without that rule all
+    near-empty texts would sit a few bits apart and match each other by accident.
+    """
+
+    name: ClassVar[str] = "simhash"
+    min_features: int = 3
+
+    def __post_init__(self) -> None:
+        check_int("min_features", self.min_features, lowest=0)
+
+    def plan(self, item: Item, text: str, max_distance: int) -> None:
+        near_empty = item.features is not None and item.features < self.min_features
+        item.radius = 0 if near_empty else max_distance
+
+    def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
+        return _by_distance(item, kept, distance, item.radius)
+
+    def describe(self, max_distance: int) -> str:
+        return f"simhash (distance <= {max_distance})"
+
+
+@dataclass(frozen=True)
+class SimHashVerification(Policy):
+    """SimHash only, short texts (and optionally long ones) confirmed by an exact measure.
+
+    SimHash at k = 3 misses most near-duplicates among short texts (a one-word edit moves many
+    bits), and a wider radius alone lets in look-alikes. So a text shorter than ``short_length``
+    normalised characters looks at every kept fingerprint within ``short_radius`` bits whose
+    normalised text was kept, and is a duplicate when ``measure`` over the two texts reaches
+    ``threshold``. Long texts are decided by the store's radius unless ``long_threshold`` is set.
+    """
+
+    name: ClassVar[str] = "simhash-verified"
+    short_length: int = 300  # normalised characters; shorter texts are verified
+    short_radius: int = 7  # candidate radius for short texts (<= 7 keeps PostgreSQL's band locks)
+    measure: Measure = "jaccard"
+    threshold: float = 0.8  # on the sample corpus 0.8 keeps precision >= 0.96
+    long_radius: int | None = None  # None: long texts use the store's max_distance
+    long_threshold: float | None = None  # None: long texts are not verified
+
+    def __post_init__(self) -> None:
+        _check_measure(self.measure)
+        check_fraction("threshold", self.threshold)
+        check_fraction("long_threshold", self.long_threshold)
+        for name in ("short_length", "short_radius", "long_radius"):
+            check_int(name, getattr(self, name), lowest=0, optional=name == "long_radius")
+
+    def radius_and_threshold(
+        self, normalised_length: int, max_distance: int
+    ) -> tuple[int, float | None]:
+        """(candidate radius, threshold or None) for a text of this normalised length."""
+        if normalised_length < self.short_length:
+            return max(self.short_radius, max_distance), self.threshold
+        radius = max_distance if self.long_radius is None else self.long_radius
+        return radius, self.long_threshold
+
+    def plan(self, item: Item, text: str, max_distance: int) -> None:
+        normalised = default_normalise(text)
+        item.radius, item.threshold = self.radius_and_threshold(len(normalised), max_distance)
+        item.text = normalised if item.threshold is not None else None
+
+    def score(self, a: str, b: str) -> float:
+        """Similarity of two normalised texts under the policy's measure."""
+        return _score(self.measure, a, b)
+
+    def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
+        if distance > item.radius:
+            return None
+        if item.threshold is None:
+            return _by_distance(item, kept, distance, item.radius)
+        if kept.text is None or item.text is None:
+            # nothing to compare with (kept from a fingerprint or as a long text): distance rules
+            return _by_distance(item, kept, distance, max_distance)
+        score = self.score(item.text, kept.text)
+        if score < item.threshold:
+            return None
+        return Match(
+            kept.key, kept.fingerprint, distance, kept.added_at, self.measure, round(score, 6)
+        )
+
+    def describe(self, max_distance: int) -> str:
+        return (
+            f"simhash-verified (short texts: distance <= {max(self.short_radius, max_distance)}, "
+            f"{self.measure} >= {self.threshold}; long: distance <= {max_distance})"
+        )
+
+
+@dataclass(frozen=True)
+class MinHashVerification(Policy):
+    """The default policy: MinHash-LSH finds candidates of every text, a similarity decides.
+
+    Every text gets a MinHash signature over its character 5-grams (``simstore.text.minhash``), kept
+    in its row, and 16 band keys, kept in ``simstore_minhash``. A kept text with a signature is a
+    candidate when it shares at least ``min_bands`` band keys with the new one; a row without one
+    (kept from a fingerprint, or before simstore 0.2) when it lies within the store's SimHash
+    radius, and then the distance decides. When both texts are shorter than ``short_length``
+    normalised characters (their texts are kept), a candidate whose signature estimate reaches
+    ``prefilter`` is decided by the exact ``measure`` (Jaccard over character 3-grams by default)
+    >= ``threshold`` (and not a look-alike: ``max_replaced``, ``numbers_matter``); otherwise by
+    the signature's estimate of the 5-gram Jaccard similarity >= ``long_threshold``. Defaults
+    chosen for precision first on the tune half of ``benchmarks/quality`` with its hard negatives
+    (``evaluate_policy.py``; the README's Detection quality section has the held-out numbers).
+    """
+
+    name: ClassVar[str] = "minhash"
+    decides_texts_by_distance: ClassVar[bool] = False
+    short_length: int = 300
+    measure: Measure = "jaccard"
+    threshold: float = 0.55
+    prefilter: float = 0.35
+    long_threshold: float = 0.75
+    # the same for a text mostly in Chinese or Japanese (None: long_threshold): a character
+    # 5-gram spans two or three words there, so an edit of the same size costs more grams
+    cjk_long_threshold: float | None = 0.65
+    min_bands: int = 2
+    # a short text (decided by 3-grams, whose Jaccard runs above the 5-grams' the keys are made
+    # of) needs one shared key: two would miss half of its near-duplicates at the threshold
+    short_min_bands: int = 1
+    # short texts: a look-alike of one template (other names, products, places swapped in) is
+    # not a duplicate. More places where other words stand in for the kept text's words than
+    # this (typos, insertions and deletions do not count) make a look-alike; None: no such check.
+    max_replaced: int | None = 1
+    numbers_matter: bool = True  # short texts: a number replaced by another makes a new message
+    strip_markup: bool = True  # drop roff comments, requests and escapes, HTML tags and entities
+    strip_social: bool = False  # drop URLs, @mentions and repost markers before comparing
+    fold_traditional: bool = False  # compare traditional Chinese as simplified (OpenCC, [zh])
+
+    def __post_init__(self) -> None:
+        _check_measure(self.measure)
+        for name in ("threshold", "prefilter", "long_threshold", "cjk_long_threshold"):
+            check_fraction(name, getattr(self, name))
+        check_int("short_length", self.short_length, lowest=0)
+        check_int("min_bands", self.min_bands, lowest=1)
+        check_int("short_min_bands", self.short_min_bands, lowest=1)
+        check_int("max_replaced", self.max_replaced, lowest=0, optional=True)
+        for name in ("numbers_matter", "strip_markup", "strip_social", "fold_traditional"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidInput(f"{name} must be True or False")
+        if self.fold_traditional:
+            _traditional_folder()  # fail now, not at the first add, when OpenCC is missing
+
+    def score(self, a: str, b: str) -> float:
+        """Similarity of two normalised texts under the policy's exact measure."""
+        return _score(self.measure, a, b)
+
+    def prepare(self, text: str) -> str:
+        """The text as the policy compares it (before simstore's normalisation): markup, social-
+        media markers stripped and traditional characters folded, when asked. A text that would be
+        left empty is kept whole, so that two bare links never look identical."""
+        prepared = self._stripped(text)
+        return prepared if default_normalise(prepared) else text
+
+    def _stripped(self, text: str) -> str:
+        prepared = text
+        if self.strip_markup and ("\\" in prepared or "<" in prepared or "&" in prepared):
+            prepared = strip_markup(prepared)
+        if self.strip_social:
+            prepared = _SOCIAL.sub(" ", prepared)
+        if self.fold_traditional:
+            prepared = _traditional_folder()(prepared)
+        return prepared
+
+    def plan(self, item: Item, text: str, max_distance: int) -> None:
+        self._planned(item, default_normalise(self.prepare(text)), max_distance)
+
+    def plan_many(
+        self, items: Sequence[Item], texts: Sequence[str], max_distance: int
+    ) -> list[Item]:
+        """``plan`` for a batch: the prepared texts normalised in one pass, then signed."""
+        stripped = [self._stripped(text) for text in texts]
+        normalised = default_normalise_many(stripped)
+        for item, text, prepared, own in zip(items, texts, stripped, normalised, strict=True):
+            if not own and prepared is not text:  # stripped to nothing: the text is kept whole
+                own = default_normalise(text)
+            self._planned(item, own, max_distance)
+            item.planned = True
+        self.sign(items)
+        return list(items)
+
+    def _planned(self, item: Item, normalised: str, max_distance: int) -> None:
+        item.radius = max_distance
+        item.text = normalised if len(normalised) < self.short_length else None
+        item.normalised = normalised  # signed with the rest of the batch (``sign``)
+        cjk = _cjk_characters(normalised)
+        item.mostly_cjk = 2 * cjk > len(normalised) - normalised.count(" ")
+
+    def sign(self, items: Sequence[Item]) -> None:
+        """MinHash signatures and band keys of the planned items, in one numpy pass."""
+        wanted = [item for item in items if item.normalised is not None]
+        if not wanted:
+            return
+        values = minhash.signatures([item.normalised or "" for item in wanted])
+        keys = minhash.band_keys(values).tolist()
+        for item, signature, band_keys in zip(wanted, values, keys, strict=True):
+            item.signature = minhash.to_bytes(signature)
+            item.band_keys = tuple(sorted(set(band_keys)))  # shared keys are counted once
+
+    def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
+        if item.signature is None or kept.signature is None:
+            return _by_distance(item, kept, distance, item.radius)
+        return self._decide(item, kept, distance, minhash.estimate(item.signature, kept.signature))
+
+    def confirm_many(
+        self, items: Sequence[Item], kept: Sequence[Kept], max_distance: int
+    ) -> list[Match | None]:
+        """``confirm`` over aligned pairs, the signature estimates computed in one numpy pass."""
+        out: list[Match | None] = []
+        signed: list[int] = []
+        for i, (a, b) in enumerate(zip(items, kept, strict=True)):
+            if a.planned and a.signature is not None and b.signature is not None:
+                signed.append(i)
+                out.append(None)  # decided below, with every estimate at once
+            else:
+                out.append(self.confirm(a, b, max_distance))
+        if signed:
+            scores = _Scores(self.measure)
+            left = np.frombuffer(b"".join(items[i].signature or b"" for i in signed), np.uint8)
+            right = np.frombuffer(b"".join(kept[i].signature or b"" for i in signed), np.uint8)
+            equal = (left == right).reshape(len(signed), minhash.VALUES).sum(axis=1)
+            least = self.least_equal_values()
+            for i, count in zip(signed, equal.tolist(), strict=True):
+                if count < least:  # refused by every rule (most of a short text's candidates)
+                    continue
+                a, b = items[i], kept[i]
+                distance = (a.fingerprint ^ b.fingerprint).bit_count()
+                out[i] = self._decide(a, b, distance, minhash.jaccard(count), scores)
+        return out
+
+    def _decide(
+        self,
+        item: Item,
+        kept: Kept,
+        distance: int,
+        estimate: float,
+        scores: Callable[[str, str], float] | None = None,
+    ) -> Match | None:
+        """The rule once both sides are signed: estimate for long texts, exact for short ones
+        (``scores``: the measure, if given, else ``score``)."""
+        if item.text is None or kept.text is None:  # not both short: the estimate decides
+            least = self.long_threshold
+            if item.mostly_cjk and self.cjk_long_threshold is not None:
+                least = self.cjk_long_threshold
+            if estimate < least:
+                return None
+            return Match(
+                kept.key, kept.fingerprint, distance, kept.added_at, "minhash", round(estimate, 6)
+            )
+        if estimate < self.prefilter:
+            return None
+        score = (scores or self.score)(item.text, kept.text)
+        if score < self.threshold or self._lookalike(item.text, kept.text):
+            return None
+        return Match(
+            kept.key, kept.fingerprint, distance, kept.added_at, self.measure, round(score, 6)
+        )
+
+    def least_equal_values(self) -> int:
+        """The values an estimate of the lowest of ``prefilter``, ``long_threshold`` and
+        ``cjk_long_threshold`` needs: ``_decide`` refuses every pair below it. A subclass whose
+        rule matches lower estimates must lower this too."""
+        bars = (self.prefilter, self.long_threshold, self.cjk_long_threshold)
+        return _values_for(min(bar for bar in bars if bar is not None))
+
+    def min_shared(self, item: Item) -> int:
+        """One shared band key for a short text, ``min_bands`` for a long one (whose estimate
+        must reach 0.65-0.75 anyway: a pair at 0.75 shares fewer than two of the 16 keys with
+        p ~ 0.02, at 0.65 ~ 0.19, at 0.85 ~ 0.0001)."""
+        return self.short_min_bands if item.text is not None else self.min_bands
+
+    def _lookalike(self, a: str, b: str) -> bool:
+        """Whether two short texts are one template filled with other content."""
+        if self.max_replaced is None and not self.numbers_matter:
+            return False
+        places, numbers = replacements(a, b)
+        if self.numbers_matter and numbers:
+            return True
+        return self.max_replaced is not None and places > self.max_replaced
+
+    def describe(self, max_distance: int) -> str:
+        cjk = "" if self.cjk_long_threshold is None else f" ({self.cjk_long_threshold} in CJK)"
+        lookalike = "" if self.max_replaced is None else ", look-alikes apart"
+        return (
+            f"minhash (>= {self.min_bands} shared band keys, {self.short_min_bands} for short "
+            f"texts; short texts: {self.measure} >= "
+            f"{self.threshold}{lookalike}; long: estimate >= {self.long_threshold}{cjk})"
+        )
+
+
+# Chinese and Japanese characters: kana, CJK unified ideographs (and Extension A), compatibility
+# ideographs
+_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x9FFF), (0xF900, 0xFAFF))
+_CJK_CHARACTER = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _CJK_RANGES) + "]")
+_CJK_NUMPY_FROM = 200  # characters from which a numpy count beats the regex's list
+
+
+@functools.lru_cache(maxsize=1)
+def _cjk_table() -> npt.NDArray[np.bool_]:
+    """Whether each code point up to the last range's end (and one past it) is in a range."""
+    table = np.zeros(_CJK_RANGES[-1][1] + 2, dtype=bool)
+    for first, last in _CJK_RANGES:
+        table[first : last + 1] = True
+    return table
+
+
+def _cjk_characters(text: str) -> int:
+    """How many of the text's characters are Chinese or Japanese (``_CJK_RANGES``)."""
+    if len(text) < _CJK_NUMPY_FROM:
+        return len(_CJK_CHARACTER.findall(text))
+    table = _cjk_table()
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    return int(np.count_nonzero(table[np.minimum(points, len(table) - 1)]))
+
+
+# Social-media markers that say nothing about the content: links, repost and reply markers
+# ("RT @a:", "via @a", "//@a:", "转发微博", "回复@a:") and @mentions (not an e-mail address).
+_SOCIAL = re.compile(
+    r"https?://\S+|www\.\S+"
+    r"|(?:\bRT\b|\bvia\b|//|回复)?\s*(?<![A-Za-z0-9._%+\-])@[\w.\-]+[:：]?"
+    r"|\bRT\b[:：]?|转发(?:微博)?[:：]?",
+    re.IGNORECASE,
+)
+
+
+# Markup that says nothing about the content: roff comment lines (a man page's shared preamble)
+# and the requests and font or character escapes of roff, HTML and XML tags and entities. One
+# pattern per kind, each run only when its first character occurs: a single alternation of the
+# four tried every branch at every position (2.7x slower on the dataset's markup texts, with the
+# same normalised results on all of them; tests/test_policies.py checks the two agree).
+_ROFF_LINE = re.compile(r"^[.'][ \t]*\\\".*$|^\.[A-Za-z]{1,3}\b", re.MULTILINE)
+_ROFF_ESCAPE = re.compile(r"\\(?:f(?:[BIRP1-4]|\([A-Z]{2}|\[[A-Z]*\])|[(][^\s]{2}|[-&e|^~0])")
+_TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
+_ENTITY = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,6}|#x[0-9A-Fa-f]{1,6});")
+
+
+def strip_markup(text: str) -> str:
+    """``text`` with roff comment lines, requests and escapes, tags and entities made spaces."""
+    if "." in text or "'" in text:
+        text = _ROFF_LINE.sub(" ", text)
+    if "\\" in text:
+        text = _ROFF_ESCAPE.sub(" ", text)
+    if "<" in text:
+        text = _TAG.sub(" ", text)
+    if "&" in text:
+        text = _ENTITY.sub(" ", text)
+    return text
+
+
+@functools.cache
+def _traditional_folder() -> Callable[[str], str]:
+    try:
+        import opencc
+    except ImportError:
+        raise InvalidInput(
+            "fold_traditional needs OpenCC: pip install 'simstore[zh]' (from a checkout: "
+            "pip install '.[zh]')"
+        ) from None
+    convert: Callable[[str], str] = opencc.OpenCC("t2s").convert
+    return convert
+
+
+DEFAULT_POLICY = MinHashVerification()
+
+
+POLICY_NAMES = ("minhash", "simhash-verified", "simhash")
+
+
+def policy_from(name: str, *, threshold: float | None = None) -> Policy:
+    """A policy by its name (``POLICY_NAMES``, as the CLI and the Flask and Django settings give
+    it), with ``threshold`` as its similarity threshold: for ``minhash`` both the short texts' exact
+    measure and the long texts' estimate, for ``simhash-verified`` the short texts' measure.
+    ``simhash`` decides by distance alone and takes no threshold (its knob is ``max_distance``)."""
+    check_fraction("threshold", threshold)
+    if name == "minhash":
+        if threshold is None:
+            return MinHashVerification()
+        return MinHashVerification(threshold=threshold, long_threshold=threshold)
+    if name == "simhash-verified":
+        return (
+            SimHashVerification() if threshold is None else SimHashVerification(threshold=threshold)
+        )
+    if name == "simhash":
+        if threshold is not None:
+            raise InvalidInput(
+                "the simhash policy decides by distance: give max_distance, not a threshold"
+            )
+        return SimHashOnly()
+    raise InvalidInput(f"policy must be one of {', '.join(POLICY_NAMES)}, not {name!r}")
+
+
+def check_policy(policy: object) -> Policy:
+    """``policy`` if it is a simstore policy (or one's name, see ``policy_from``), else an error."""
+    if isinstance(policy, str):
+        return policy_from(policy)
+    if not isinstance(policy, Policy):
+        raise InvalidType(
+            "policy must be a simstore.policy.verify policy (MinHashVerification, "
+            f"SimHashVerification or SimHashOnly), not {type(policy).__name__}"
+        )
+    return policy
+
+
+_DEPRECATED = {"Verification": SimHashVerification}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        replacement = _DEPRECATED[name]
+        warnings.warn(
+            f"simstore.policy.verify.{name} is deprecated: use {replacement.__name__} "
+            "(same fields)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return replacement
+    raise AttributeError(f"module 'simstore.policy.verify' has no attribute {name!r}")

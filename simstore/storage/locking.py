@@ -1,0 +1,99 @@
+"""The write locks that make insert-if-new atomic on each dialect.
+
+Why the check-then-insert of ``SimStore.add`` cannot keep two near-duplicates:
+
+* SQLite has one writer at a time. Every write transaction starts by updating the namespace row,
+  which takes the database's write lock (waiting up to the busy timeout) before anything is read, so
+  the check sees every earlier add and no other add can run until this one commits.
+* PostgreSQL: each add takes transaction-scoped advisory locks on the (namespace, band, value) keys
+  of its probe set, in sorted order (no deadlocks), after a shared lock on the namespace. If A and B
+  are within A's radius r, then by the multi-index-hashing argument (``simstore.policy.probes``)
+  some band
+  value of B lies in A's probe set, and B's own exact band values are in B's probe set, so both
+  lock that key and one waits for the other to commit; the waiter's check runs after the lock, at
+  READ COMMITTED, and therefore sees the other's row. Radii above ``BAND_LOCK_MAX_RADIUS`` (and
+  batches) would need too many keys, so they take the namespace lock exclusively, which excludes
+  every other add of the namespace. Each add also locks a hash of its own key: two adds of one
+  key serialise, so the second finds the first's decision even when the unique constraint cannot
+  see across time partitions (``simstore.storage.partitions``). Under MinHash verification two texts
+  that can match either lie within the SimHash radius (the argument above) or share at least
+  one MinHash band key (the policy's ``min_bands``), so each add also locks its 16 band keys.
+* MySQL/MariaDB: every add locks the namespace row ``FOR UPDATE``, serialising the namespace's adds
+  (a lock table in the sense of the design); the check runs at READ COMMITTED after the lock.
+
+Queries take no locks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from simstore.storage import _prepared as prepared
+
+BAND_LOCK_MAX_RADIUS = 7  # at most 4 x 17 = 68 advisory keys per add
+_PG_NAMESPACE_CLASS = 0x53494D53  # "SIMS": the (int, int) advisory key space for namespaces
+_PG_TAG = 0x5153 << 40
+_NAMESPACE_SPREAD = 0x9E3779B97F4A7C15  # odd: namespaces move a band key to unrelated values
+
+
+def _band_key(ns_id: int, band: int, value: int) -> int:
+    return _PG_TAG | (ns_id << 18) | (band << 16) | value
+
+
+def _key_lock(ns_id: int, key: str) -> int:
+    """A signed 64-bit advisory key for (namespace, key); a collision only serialises two adds."""
+    digest = hashlib.blake2b(f"{ns_id}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _minhash_lock(ns_id: int, band_key: int) -> int:
+    """A signed 64-bit advisory key for a MinHash band key (already random) in a namespace."""
+    mixed = (band_key ^ (ns_id * _NAMESPACE_SPREAD)) & 0xFFFF_FFFF_FFFF_FFFF
+    return mixed - (1 << 64) if mixed >= 1 << 63 else mixed
+
+
+def lock_for_write(
+    connection: Connection,
+    ns_id: int,
+    probe_keys: Iterable[tuple[int, int]] | None,
+    key: str | None = None,
+    band_keys: Iterable[int] = (),
+) -> None:
+    """Take the locks an add needs before it checks; ``probe_keys`` None means exclusive.
+
+    ``band_keys`` are the add's MinHash band keys (``simstore.text.minhash``), locked with the
+    probes.
+    """
+    dialect = connection.dialect.name
+    if dialect == "postgresql":
+        if probe_keys is None:
+            connection.execute(
+                sa.text("SELECT pg_advisory_xact_lock(:cls, :ns)"),
+                {"cls": _PG_NAMESPACE_CLASS, "ns": ns_id},
+            )
+            return
+        connection.execute(
+            sa.text("SELECT pg_advisory_xact_lock_shared(:cls, :ns)"),
+            {"cls": _PG_NAMESPACE_CLASS, "ns": ns_id},
+        )
+        wanted = {_band_key(ns_id, band, value) for band, value in probe_keys}
+        wanted.update(_minhash_lock(ns_id, band_key) for band_key in band_keys)
+        if key is not None:
+            wanted.add(_key_lock(ns_id, key))
+        keys = sorted(wanted)
+        connection.execute(
+            sa.text(
+                "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(CAST(:keys AS bigint[])) AS k"
+            ),
+            {"keys": keys},
+        )
+        return
+    if dialect in ("mysql", "mariadb"):
+        prepared.namespace_for_update(connection.dialect).run(connection, {"ns": ns_id})
+        return
+    # SQLite (and anything else): a write first, so the database write lock is held from here on
+    prepared.claim_namespace(connection.dialect).run(connection, {"ns": ns_id})

@@ -1,0 +1,267 @@
+"""Keeping a namespace tidy: purging old partitions, removing a key, refreshing statistics.
+
+Each function takes the store's ``Connections`` and works in bounded transactions of its own, so
+readers and writers go on meanwhile. ``SimStore.purge`` and ``SimStore.remove`` call these.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from simstore.results import Purged
+from simstore.storage import _prepared as prepared
+from simstore.storage import partitions
+from simstore.storage._connections import Connections
+from simstore.storage._finder import chunks, padded_params
+from simstore.storage.db import translate_errors
+from simstore.storage.locking import lock_for_write
+from simstore.storage.retention import EPOCH, partition_of, utc_aware, window_start
+from simstore.storage.schema import band_keys_in_row, decisions, fingerprints, minhash_keys
+from simstore.text import minhash
+
+log = logging.getLogger("simstore")
+
+PURGE_BATCH_ROWS = 10_000
+_TIMES = {fingerprints: fingerprints.c.added_at, decisions: decisions.c.decided_at}
+ROWS_PER_BAND_KEY_DELETE = 128  # up to 3,072 keys: one IN list within prepared.MAX_IN
+# what ``delete_band_keys`` needs of a kept row
+_SIGNED_ROW = (fingerprints.c.id, fingerprints.c.ns_id, fingerprints.c.signature)
+
+
+def purge(
+    connections: Connections,
+    ns_id: int,
+    partition_seconds: int,
+    window: timedelta,
+    now: datetime,
+    namespace: str,
+    *,
+    dry_run: bool = False,
+) -> Purged:
+    """Delete the rows of the partitions wholly older than ``now - window``; counts per table.
+
+    On a partitioned PostgreSQL database whole partitions past the database's window are dropped
+    first (``simstore.storage.partitions``; their rows, of every namespace, are
+    ``partition_rows``). The
+    MinHash band keys go with their fingerprints. ``dry_run`` counts what would go and writes
+    nothing.
+    """
+    start = window_start(now, window)
+    assert start is not None  # noqa: S101 - a window was given
+    cutoff = partition_of(start, partition_seconds)
+    before = EPOCH + timedelta(seconds=cutoff * partition_seconds)
+    if dry_run:
+        return _would_purge(connections, ns_id, cutoff, window, now, partition_seconds)
+    band_keys = partition_rows = 0
+    if connections.dialect == "postgresql":
+        with connections.transaction() as conn:
+            layout = partitions.read(conn)
+            if layout is not None:
+                # the dropped rows' band keys are in them (band_keys_in_row): they go too
+                partition_rows = partitions.drop_expired(conn, layout, now)
+                partitions.make_ahead(conn, layout, now)
+    kept, removed_keys = _purge_rows(connections, ns_id, cutoff)
+    logged = 0
+    while True:
+        with connections.transaction() as conn:
+            ids = [
+                row[0]
+                for row in conn.execute(
+                    sa.select(decisions.c.id)
+                    .where(decisions.c.ns_id == ns_id, decisions.c.part < cutoff)
+                    .limit(PURGE_BATCH_ROWS)
+                )
+            ]
+            if ids:
+                conn.execute(sa.delete(decisions).where(decisions.c.id.in_(ids)))
+        logged += len(ids)
+        if len(ids) < PURGE_BATCH_ROWS:
+            break
+    done = Purged(
+        window, utc_aware(before), partition_seconds, kept, logged, band_keys + removed_keys,
+        partition_rows, dry_run=False,
+    )  # fmt: skip
+    log.info("purged %d rows older than %s from %s", done.rows, start, namespace)
+    return done
+
+
+def _would_purge(
+    connections: Connections,
+    ns_id: int,
+    cutoff: int,
+    window: timedelta,
+    now: datetime,
+    partition_seconds: int,
+) -> Purged:
+    """What ``purge`` would delete now, counted per table (nothing is written)."""
+    before = EPOCH + timedelta(seconds=cutoff * partition_seconds)
+    with connections.reading() as conn:
+        layout = partitions.read(conn) if connections.dialect == "postgresql" else None
+        dropped = None
+        partition_rows = 0
+        if layout is not None:  # the partitions past the database's window go whole
+            dropped = _dropped_before(layout, now)
+        if dropped is not None:
+            for table, moment in _TIMES.items():
+                partition_rows += _count(conn, table, moment < dropped)
+        counts = []
+        for table in (fingerprints, decisions):
+            where = [table.c.ns_id == ns_id, table.c.part < cutoff]
+            if dropped is not None:  # not counted twice
+                where.append(_TIMES[table] >= dropped)
+            counts.append(_count(conn, table, *where))
+        kept, logged = counts
+        # the band keys of the kept rows that go (a partition drop takes its rows' keys too)
+        going = [fingerprints.c.ns_id == ns_id, fingerprints.c.part < cutoff]
+        if dropped is not None:
+            going.append(fingerprints.c.added_at >= dropped)
+        if band_keys_in_row(conn.dialect):
+            total = sa.func.coalesce(sa.func.sum(sa.func.cardinality(fingerprints.c.band_keys)), 0)
+            band_keys = int(conn.execute(sa.select(total).where(*going)).scalar_one())
+        else:
+            band_keys = _count(
+                conn,
+                minhash_keys.join(fingerprints, fingerprints.c.id == minhash_keys.c.fp_id),
+                minhash_keys.c.ns_id == ns_id,
+                *going,
+            )
+    return Purged(
+        window, utc_aware(before), partition_seconds, kept, logged, band_keys, partition_rows, True
+    )
+
+
+def _count(conn: Connection, table: sa.FromClause, *where: Any) -> int:
+    return int(
+        conn.execute(sa.select(sa.func.count()).select_from(table).where(*where)).scalar_one()
+    )
+
+
+def _purge_rows(connections: Connections, ns_id: int, cutoff: int) -> tuple[int, int]:
+    """Delete the kept rows of partitions before ``cutoff`` with their MinHash band keys, in
+    bounded batches (each batch's band keys and rows in one transaction); (rows, band keys).
+
+    The band keys are found by primary key: recomputed from each row's stored signature, which
+    is how they were made (``Policy.sign``), so the side table needs no index of its own.
+    """
+    total = band_keys = 0
+    while True:
+        with connections.transaction() as conn:
+            found = conn.execute(
+                sa.select(*_SIGNED_ROW)
+                .where(fingerprints.c.ns_id == ns_id, fingerprints.c.part < cutoff)
+                .limit(PURGE_BATCH_ROWS)
+            ).all()
+            band_keys += delete_band_keys(conn, found)
+            ids = [int(row[0]) for row in found]
+            for chunk in chunks(ids, prepared.MAX_IN):
+                conn.execute(sa.delete(fingerprints).where(fingerprints.c.id.in_(chunk)))
+        total += len(found)
+        if len(found) < PURGE_BATCH_ROWS:
+            return total, band_keys
+
+
+def _dropped_before(layout: partitions.Partitioning, now: datetime) -> datetime | None:
+    """The rows added before this moment sit in partitions a purge at ``now`` drops whole (None:
+    it drops none).
+
+    Partitions are aligned to the interval, so those that end at or before now - keep hold
+    exactly the rows added before that moment floored to the interval; but the legacy partition
+    (everything before the first boundary, the table as it was when partitioned) goes only once
+    the first boundary itself is that old, and until then no partition is dropped at all.
+    """
+    step = int(layout.interval.total_seconds())
+    seconds = int((now - layout.keep - EPOCH).total_seconds())
+    boundary = EPOCH + timedelta(seconds=seconds // step * step)
+    return boundary if layout.first_boundary <= boundary else None
+
+
+def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
+    """Delete the ``simstore_minhash`` rows of kept rows given as (id, ns_id, signature).
+
+    Each row's band keys are recomputed from its signature (distinct, as ``Policy.sign`` stores
+    them) and deleted: on SQLite by their full primary keys in one executemany (a seek each), on
+    a server ``ROWS_PER_BAND_KEY_DELETE`` rows a statement (their keys and their ids). Rows
+    without a signature have no band keys. Returns the band-key rows asked to go. On PostgreSQL
+    the keys are in the rows themselves and go with them: only counted.
+    """
+    signed = [
+        (int(row_id), int(ns), bytes(signature))
+        for row_id, ns, signature in rows
+        if signature is not None and len(signature) == minhash.SIGNATURE_BYTES
+    ]
+    if not signed:
+        return 0
+    keys = minhash.band_keys(np.stack([minhash.from_bytes(row[2]) for row in signed])).tolist()
+    held = [set(row_keys) for row_keys in keys]
+    if band_keys_in_row(conn.dialect):
+        return sum(map(len, held))
+    if conn.dialect.name == "sqlite":  # in-process: an executemany of primary keys is cheapest
+        # in primary-key order: the batch's deletes then walk the B-tree once, left to right
+        params = sorted(
+            (key, ns, row_id)
+            for (row_id, ns, _signature), row_keys in zip(signed, held, strict=True)
+            for key in row_keys
+        )
+        prepared.delete_band_key(conn.dialect).run_rows(conn, params)
+        return len(params)
+    # a server: executemany of DELETE is a round trip a row (PyMySQL), so many rows a statement
+    by_namespace: dict[int, list[tuple[int, set[int]]]] = {}
+    for (row_id, ns, _signature), row_keys in zip(signed, held, strict=True):
+        by_namespace.setdefault(ns, []).append((row_id, row_keys))
+    for ns, owned in by_namespace.items():
+        for chunk in chunks(owned, ROWS_PER_BAND_KEY_DELETE):
+            ids = [row_id for row_id, _keys in chunk]
+            wanted = sorted(set().union(*(row_keys for _id, row_keys in chunk)))
+            statement = prepared.delete_band_keys_of(
+                conn.dialect, prepared.padded(len(wanted)), prepared.padded(len(ids))
+            )
+            statement.run(conn, {"ns": ns, **padded_params("k", wanted), **padded_params("i", ids)})
+    return sum(map(len, held))
+
+
+def remove(connections: Connections, ns_id: int, key: str) -> bool:
+    """Forget ``key`` (its kept row, band keys and decision); True if there was anything."""
+    with connections.transaction() as conn:
+        lock_for_write(conn, ns_id, None)
+        found = conn.execute(
+            sa.select(*_SIGNED_ROW).where(fingerprints.c.ns_id == ns_id, fingerprints.c.key == key)
+        ).all()
+        delete_band_keys(conn, found)
+        removed = conn.execute(
+            sa.delete(fingerprints).where(fingerprints.c.ns_id == ns_id, fingerprints.c.key == key)
+        ).rowcount
+        removed += conn.execute(
+            sa.delete(decisions).where(decisions.c.ns_id == ns_id, decisions.c.key == key)
+        ).rowcount
+    return bool(removed > 0)
+
+
+def refresh_statistics(connections: Connections) -> None:
+    """ANALYZE simstore's tables after bulk loads when PostgreSQL's statistics lag far behind.
+
+    Without statistics (autovacuum off, or not yet run after a bulk load) PostgreSQL takes a
+    large table for a tiny one and answers key and band lookups by scanning whole namespaces:
+    measured here, batch times grew from 2 s to 26 s within 60k rows. This is what autovacuum's
+    analyze would do (at a 20% change threshold); ANALYZE blocks neither readers nor writers.
+    """
+    if connections.dialect != "postgresql" or connections.caller_connection is not None:
+        return
+    with translate_errors(connections.engine.url), connections.engine.connect() as conn:
+        # the tables, or their partitions when they are partitioned (simstore.storage.partitions)
+        stale = conn.exec_driver_sql(
+            "SELECT relname FROM pg_stat_user_tables "
+            "WHERE relname ~ '^simstore_(fingerprints|decisions|minhash)(_p[a-z0-9]+)?$' "
+            "AND n_mod_since_analyze > 0.2 * GREATEST(n_live_tup, 10000)"
+        ).scalars()
+        tables = sorted(str(name) for name in stale)
+        if tables:
+            log.info("analyzing %s after a bulk load", ", ".join(tables))
+            conn.exec_driver_sql(f"ANALYZE {', '.join(tables)}")  # names from the fixed set
+            conn.commit()

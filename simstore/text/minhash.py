@@ -1,0 +1,183 @@
+"""MinHash signatures and LSH band keys over character 5-grams: the default policy's candidates.
+
+SimHash at a small radius misses most near-duplicates among short texts (a one-word edit moves many
+of their bits), and wide radii cost hundreds of index seeks. A MinHash signature estimates the
+Jaccard similarity of two texts' n-gram sets directly: value i is the smallest image of the text's
+n-grams under permutation i, and two texts agree on it with probability equal to their Jaccard
+similarity. Grouping the values into bands (locality-sensitive hashing) gives keys that two
+similar texts share with high probability and two unrelated ones almost never, so a handful of
+index seeks on a side table finds the candidates.
+
+The scheme is fixed (it is stored): 96 values over character 5-grams of the normalised text; the
+first 64 make 16 bands of 4 values, and all 96 make the estimate. It and the policy's thresholds
+were chosen on the labelled pairs of ``benchmarks/quality/`` (``candidates.py``); changing
+anything here means a new scheme version. Until scheme v3 all 96 values made 24 bands: 16 keep
+the same precision for a third fewer keys (each ~15-17 bytes a text on SQLite, ~40 in
+PostgreSQL's GIN index), and cost 0.4 points of recall on the held-out pairs (0.925 -> 0.921),
+most of it in short texts (README, Detection quality).
+
+Each value is kept as one byte (b-bit MinHash, Li and König 2010): the 32-bit minimum is mixed and
+its top 8 bits stored. Two texts' bytes agree when their minima agree (probability J) and by
+chance otherwise (1/256), so the estimate subtracts the chance agreements; at 96 values that costs
+a fraction of the estimate's own standard error, and the signature is 96 bytes instead of 384. A
+band's four bytes are one 32-bit word, hashed with the band's number into a 32-bit key (SQLite
+keeps it in 4 bytes): two unrelated texts share a band key with probability ~2**-31.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from simstore.text._mix import GOLDEN, mix64
+
+SCHEME = "minhash-c5-96-16x4-b8-v3"
+NGRAM = 5
+VALUES = 96
+BANDS = 16  # of the first BANDS * ROWS values
+ROWS = 4  # values per band: one 32-bit word (band_keys relies on it)
+SIGNATURE_BYTES = VALUES  # one byte a value
+CHANCE = 1 / 256  # two bytes of different minima agree with this probability
+# a pass holds GRAMS_PER_PASS x VALUES 32-bit images (1.5 MB): small enough to stay in a core's
+# L2 cache, which made a batch's minima 1.6x faster than passes of 65,536 grams (25 MB)
+GRAMS_PER_PASS = 1 << 12
+
+Signatures = npt.NDArray[np.uint8]
+_U64 = npt.NDArray[np.uint64]
+
+_SEED = np.uint64(0x5EED5EED5EED5EED)
+_POLY = np.uint64(0x100000001B3)  # FNV-64 prime: odd, spreads 21-bit code points
+_HIGH = np.uint64(32)
+# x -> (x ^ s) * M (mod 2**32) permutes the 32-bit values (M is odd). The 128 constants are the
+# draw the quality benchmark measured (seed 6); the signature keeps the first 96.
+_PERMUTATIONS = np.random.default_rng(6).integers(0, 2**32, size=128, dtype=np.uint32)[:VALUES]
+_M32 = np.uint32(0x9E3779B1)
+# a minimum's byte: its top 8 bits after one more odd multiply (the minimum's own top bits are
+# mostly zero, being a minimum; the product's top byte depends on all 32 bits)
+_TO_BYTE = np.uint32(0x2C1B3C6D)
+_BYTE_SHIFT = np.uint32(24)
+
+
+_BAND_SEEDS = mix64(np.arange(BANDS, dtype=np.uint64) * GOLDEN + _SEED)  # one per band number
+
+
+def _pieces(texts: Sequence[str]) -> tuple[list[str], list[int]]:
+    """Texts cut into pieces of at most GRAMS_PER_PASS grams (overlapping by NGRAM - 1 characters,
+    so the pieces' grams are exactly the text's), with the text each piece belongs to."""
+    pieces: list[str] = []
+    owners: list[int] = []
+    for owner, text in enumerate(texts):
+        if len(text) <= GRAMS_PER_PASS:
+            pieces.append(text)
+            owners.append(owner)
+            continue
+        for start in range(0, len(text) - NGRAM + 1, GRAMS_PER_PASS):
+            pieces.append(text[start : start + GRAMS_PER_PASS + NGRAM - 1])
+            owners.append(owner)
+    return pieces, owners
+
+
+def _gram_hashes(pieces: Sequence[str]) -> tuple[_U64, npt.NDArray[np.int64]]:
+    """64-bit hashes of every piece's character n-grams (a piece shorter than n is one gram), laid
+    end to end, and the number of grams per piece: a polynomial over the code points, then mixed."""
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    points = np.frombuffer(
+        "".join(pieces).encode("utf-32-le", "surrogatepass"), dtype="<u4"
+    ).astype(np.uint64)
+    if len(pieces) == 1 and len(points) >= NGRAM:  # one text: plain slices (most adds, queries)
+        count = len(points) - NGRAM + 1
+        hashes = points[:count]
+        for offset in range(1, NGRAM):
+            hashes = hashes * _POLY + points[offset : offset + count]
+        return mix64(hashes), np.array([count], dtype=np.int64)
+    points = np.concatenate([points, np.zeros(NGRAM, dtype=np.uint64)])
+    width = np.minimum(lengths, NGRAM)
+    counts = np.where(lengths > 0, lengths - width + 1, 0)
+    owner = np.repeat(np.arange(len(pieces)), counts)
+    starts = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+    starts += np.repeat(np.cumsum(lengths) - lengths, counts)
+    hashes = points[starts]
+    for offset in range(1, NGRAM):
+        live = offset < width[owner]
+        hashes = np.where(live, hashes * _POLY + points[starts + offset], hashes)
+    return mix64(hashes), counts
+
+
+def signatures(texts: Sequence[str]) -> Signatures:
+    """(len(texts), VALUES) one-byte MinHash signatures of normalised texts."""
+    return to_stored_values(minima(texts))
+
+
+def to_stored_values(full: npt.NDArray[np.uint32]) -> Signatures:
+    """The stored byte of each 32-bit minimum."""
+    stored: Signatures = ((full * _TO_BYTE) >> _BYTE_SHIFT).astype(np.uint8)
+    return stored
+
+
+def minima(texts: Sequence[str]) -> npt.NDArray[np.uint32]:
+    """(len(texts), VALUES) 32-bit minima of each permutation (an empty text: all ones)."""
+    result = np.full((len(texts), VALUES), 0xFFFFFFFF, dtype=np.uint32)
+    pieces, owners = _pieces(texts)
+    first = 0
+    while first < len(pieces):
+        last, grams = first, 0
+        while last < len(pieces) and (last == first or grams + len(pieces[last]) <= GRAMS_PER_PASS):
+            grams += len(pieces[last])
+            last += 1
+        hashes, counts = _gram_hashes(pieces[first:last])
+        present = np.flatnonzero(counts)
+        if len(present):
+            # (VALUES, grams): each value's images lie contiguous, so the per-text minima reduce
+            # contiguous runs (an order of magnitude faster than reducing along axis 0)
+            images = np.bitwise_xor.outer(_PERMUTATIONS, (hashes >> _HIGH).astype(np.uint32))
+            images *= _M32
+            if last - first == 1:
+                np.minimum(result[owners[first]], images.min(axis=1), out=result[owners[first]])
+            else:
+                bounds = (np.cumsum(counts) - counts)[present]
+                mins = np.minimum.reduceat(images, bounds, axis=1).T
+                np.minimum.at(result, np.asarray(owners[first:last])[present], mins)
+        first = last
+    return result
+
+
+def band_keys(signed: Signatures) -> npt.NDArray[np.int64]:
+    """(n, BANDS) signed 32-bit keys (as int64): each band's ROWS bytes hashed with its number.
+
+    A band's four bytes are read as one 32-bit word (as stored); any good hash of it serves,
+    since two bands share a key only when their bytes are equal or by a 2**-32 chance.
+    """
+    whole = np.ascontiguousarray(signed, dtype=np.uint8).view("<u4")
+    words = whole.reshape(len(signed), VALUES // ROWS)[:, :BANDS]
+    keys: npt.NDArray[np.int64] = mix64(words.astype(np.uint64) ^ _BAND_SEEDS).view(np.int64)
+    high: npt.NDArray[np.int64] = keys >> np.int64(32)
+    return high
+
+
+def to_bytes(signature: Signatures) -> bytes:
+    """One signature as stored in the row (one byte a value)."""
+    return signature.astype(np.uint8, copy=False).tobytes()
+
+
+def from_bytes(stored: bytes) -> Signatures:
+    values: Signatures = np.frombuffer(stored, dtype=np.uint8).copy()
+    return values
+
+
+def jaccard(matches: int) -> float:
+    """The Jaccard similarity that ``matches`` equal values of VALUES estimate, chance removed."""
+    return max(0.0, (matches / VALUES - CHANCE) / (1 - CHANCE))
+
+
+def matches(a: bytes, b: bytes) -> int:
+    """How many values two stored signatures share."""
+    if len(a) != SIGNATURE_BYTES or len(b) != SIGNATURE_BYTES:
+        raise ValueError(f"a signature has {SIGNATURE_BYTES} bytes")
+    return int(np.count_nonzero(np.frombuffer(a, np.uint8) == np.frombuffer(b, np.uint8)))
+
+
+def estimate(a: bytes, b: bytes) -> float:
+    """The Jaccard similarity of the texts two stored signatures were made of."""
+    return jaccard(matches(a, b))
