@@ -1,7 +1,7 @@
 """Text in, decisions out: ``SimStore.add_many`` (default policy, SQLite file) against datasketch's
 in-memory ``MinHashLSH`` on the same documents in the same run (issue 15).
 
-    python benchmarks/bench_add_many.py [--texts 20000] [--rounds 2] [--batch 1000]
+    python -m benchmarks add-many [--texts 20000] [--rounds 2] [--batch 1000]
 
 Documents: the ``a`` and ``b`` texts of the quality dataset (``benchmarks/data/quality``, built
 first when missing; Chinese and English, a few characters to 35 kB, many near-duplicate pairs), in

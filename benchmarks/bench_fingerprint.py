@@ -2,7 +2,7 @@
 
 Run from the repository root (needs the ``bench`` or ``test`` extra: simhash 2.1.2 and jieba)::
 
-    python benchmarks/bench_fingerprint.py [--docs N] [--rounds R] [--slice S] [--wall]
+    python -m benchmarks fingerprint [--docs N] [--rounds R] [--slice S] [--wall]
 
 It builds N deterministic ~500-character Chinese documents and N ~60-character short texts from a
 fixed vocabulary with a seeded RNG (nothing is downloaded), then measures, in interleaved rounds,

@@ -1,8 +1,8 @@
 """Bytes per kept text with the default policy, text in, broken down by table and index.
 
-    python benchmarks/bench_footprint.py [--texts 20000] [--batch 500]
-    python benchmarks/bench_footprint.py --url postgresql+psycopg://root@127.0.0.1:5432/test
-    python benchmarks/bench_footprint.py --url mysql+pymysql://root@127.0.0.1:3306/test
+    python -m benchmarks footprint [--texts 20000] [--batch 500]
+    python -m benchmarks footprint --url postgresql+psycopg://root@127.0.0.1:5432/test
+    python -m benchmarks footprint --url mysql+pymysql://root@127.0.0.1:3306/test
 
 Real text: the ``a`` and ``b`` texts of the quality dataset (``benchmarks/data/quality/pairs.jsonl``,
 Chinese and English, a few characters to 35 kB; many pairs are near-duplicates, so fewer texts are

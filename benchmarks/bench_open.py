@@ -1,6 +1,6 @@
 """Opening a SimStore on an existing SQLite file: what a web app or a CLI pays on every start.
 
-    python benchmarks/bench_open.py [--opens 300] [--rows 1000]
+    python -m benchmarks open [--opens 300] [--rows 1000]
 
 Makes one SQLite file with ``--rows`` kept texts (the default policy), then opens it ``--opens``
 times in this process, each a new ``SimStore(url)`` (engine, schema check, namespace read) closed

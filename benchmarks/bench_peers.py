@@ -1,7 +1,7 @@
 """simstore against its peers: single-query latency at k = 3 against N kept fingerprints.
 
-    python benchmarks/bench_peers.py --sizes 100000,1000000,10000000 --queries 2000 --seed 1 \\
-        --out benchmarks/results/peers.json --plot benchmarks/results/peers.png
+    python -m benchmarks peers --sizes 100000,1000000,10000000 --queries 2000 --seed 1 \\
+        --out benchmarks/results/peers-multi-sqlite-2026-11-30.json --plot benchmarks/results/peers-multi-sqlite-2026-11-30.png
 
 For each N: N random 64-bit fingerprints (numpy, seeded) are loaded into a SQLite file through
 ``SimStore.add_many`` (cached under ``benchmarks/data/peers/`` with a marker once complete, resumed

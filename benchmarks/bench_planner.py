@@ -1,7 +1,7 @@
 """Where the pair plan overtakes the band plan: SimStore query latency by lookup and table size.
 
-    python benchmarks/bench_planner.py                       # 100k .. 3M rows, about 5 minutes
-    python benchmarks/bench_planner.py --sizes 1000000,10000000,30000000
+    python -m benchmarks planner                       # 100k .. 3M rows, about 5 minutes
+    python -m benchmarks planner --sizes 1000000,10000000,30000000
 
 One SQLite file grows through the sizes. Rows are written straight into ``simstore_fingerprints``
 (random 64-bit fingerprints: the chance of two within 3 bits among 10M is about 0.1, so ``add_many``

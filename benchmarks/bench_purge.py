@@ -1,7 +1,7 @@
 """Purging a day on PostgreSQL: dropping a partition against batched deletes, same rows.
 
-    python benchmarks/bench_purge.py --url postgresql+psycopg://root@127.0.0.1/test
-    python benchmarks/bench_purge.py --url ... --rows-per-day 10000000
+    python -m benchmarks purge --url postgresql+psycopg://root@127.0.0.1/test
+    python -m benchmarks purge --url ... --rows-per-day 10000000
 
 Makes two fresh databases on the server (dropped at the end): one plain, one partitioned by day
 (``simstore.storage.partitions``, keep 1 day). Both get the same rows by COPY: two days of random

@@ -9,8 +9,8 @@ workers), read from /proc. Shuffle bytes come from Spark's event log, per simsto
 skew counts (the largest band-key bucket, the buckets split, the most pairs one task of the
 candidate join made) from ``dedup(..., counts=...)``.
 
-    python benchmarks/bench_spark.py --docs 100000 --cores 2
-    python benchmarks/bench_spark.py --docs 1000000 --cores 2 --corpus composed
+    python -m benchmarks spark --docs 100000 --cores 2
+    python -m benchmarks spark --docs 1000000 --cores 2 --corpus composed
 
 ``--corpus edits`` (the default) edits the sample corpus's 3,686 records until ``--docs``: its
 clusters grow with the corpus (~270 texts each at 1M), so the pairs to confirm grow with its

@@ -1,8 +1,8 @@
 """Add and query latency of SimStore at N kept fingerprints, on any database URL, against floors.
 
-    python benchmarks/bench_store.py                                  # SQLite temp file, 1M rows
-    python benchmarks/bench_store.py --rows 10000000 --fill direct    # 10M rows in minutes
-    python benchmarks/bench_store.py --url postgresql+psycopg://root@127.0.0.1/bench --rows 1000000
+    python -m benchmarks store                                  # SQLite temp file, 1M rows
+    python -m benchmarks store --rows 10000000 --fill direct    # 10M rows in minutes
+    python -m benchmarks store --url postgresql+psycopg://root@127.0.0.1/bench --rows 1000000
 
 First, bulk speed: ``add_many`` of ``--bulk-rows`` fingerprints into an empty store, against the
 floor of writing the same rows (kept row + decision row each) with ``executemany`` through the raw

@@ -1,8 +1,8 @@
 """The query tail of two simstore checkouts on one filled window file, each query's best of N.
 
-    python benchmarks/bench_window_default.py --rows 10000000 --no-purge   # fills the file
+    python -m benchmarks window-default --rows 10000000 --no-purge   # fills the file
     git worktree add /tmp/before <commit>
-    python benchmarks/bench_tail.py --rows 10000000 --before /tmp/before
+    python -m benchmarks tail --rows 10000000 --before /tmp/before
 
 The file is ``bench_window_default``'s (``benchmarks/data/window/``), left as its last run left it.
 Each checkout in turn (this one, then ``--before``, ``--alternations`` times), in a child process

@@ -1,6 +1,6 @@
 """What the default verification costs per query and per add at N kept texts (SQLite), issue 6.
 
-    python benchmarks/bench_verification.py [--rows 1000000] [--queries 1000] [--adds 500]
+    python -m benchmarks verification [--rows 1000000] [--queries 1000] [--adds 500]
 
 Kept texts are composed from the real sentences of the quality benchmark's dataset (built first
 when missing, see ``benchmarks/quality/build_dataset.py``): half Chinese, half English, 60% short

@@ -1,7 +1,7 @@
 """Single ``query(text)`` and ``add(text)`` latency of two simstore checkouts, alternating.
 
     git worktree add /tmp/before <commit>
-    python benchmarks/bench_versions.py --before /tmp/before [--url URL] [--texts 20000]
+    python -m benchmarks versions --before /tmp/before [--url URL] [--texts 20000]
 
 Each checkout fills a database of its own (a fresh SQLite file by default, or a new database on
 the server given by ``--url``) with the quality dataset's texts through its own ``add_many``, so

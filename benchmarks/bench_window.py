@@ -1,6 +1,6 @@
 """The seeds' workload on SQLite: N fingerprints kept over a two-day window, queried, then purged.
 
-    python benchmarks/bench_window.py --rows 50000000 --queries 2000
+    python -m benchmarks window --rows 50000000 --queries 2000
 
 Builds (or reuses, from the git-ignored ``benchmarks/data/window/``) a SQLite file holding N random
 fingerprints added evenly over two days, written straight into simstore's tables with the indexes

@@ -1,7 +1,7 @@
 """The seeds' workload with the DEFAULT pipeline on SQLite: N real-looking texts kept over a
 two-day window (text in, MinHash verification), then add / query / size / memory / purge.
 
-    python benchmarks/bench_window_default.py --rows 10000000
+    python -m benchmarks window-default --rows 10000000
 
 The texts. A pool of the clauses (lines cut at sentence ends, commas, semicolons and colons) of
 the quality dataset's texts (``benchmarks/data/quality/pairs.jsonl``, Chinese and English). Text

@@ -1,9 +1,9 @@
 """The default pipeline over the seeds' two-day window on a server: PostgreSQL partitioned by day,
 or MySQL/MariaDB.
 
-    python benchmarks/bench_window_server.py --rows 1000000 \
+    python -m benchmarks window-server --rows 1000000 \
         --url postgresql+psycopg://root@127.0.0.1:5432/test [--server-control "pg_ctlcluster 15 main"]
-    python benchmarks/bench_window_server.py --rows 1000000 --url mysql+pymysql://root@127.0.0.1:3306/test
+    python -m benchmarks window-server --rows 1000000 --url mysql+pymysql://root@127.0.0.1:3306/test
 
 The texts are ``bench_window_default``'s (composed from the quality dataset's clauses, text ``i``
 added at ``moment(i)`` over two days). A database of its own is made on the server; on PostgreSQL

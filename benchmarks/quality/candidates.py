@@ -3,7 +3,7 @@
 Run from the repository root (builds the dataset first when it is missing, like ``evaluate.py``;
 about 3 minutes)::
 
-    python benchmarks/quality/candidates.py [--data benchmarks/data/quality] [--json PATH]
+    python -m benchmarks candidates [--data benchmarks/data/quality] [--json PATH]
 
 Everything is tuned on the ``tune`` half and reported on ``test``. A pair is decided exactly when
 both texts are shorter than ``SHORT_LENGTH`` = 300 normalised characters (the store keeps such

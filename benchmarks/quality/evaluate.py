@@ -3,7 +3,7 @@
 Run from the repository root (builds the dataset first when it is missing; see
 ``build_dataset.py``)::
 
-    python benchmarks/quality/evaluate.py [--data benchmarks/data/quality] [--rebuild]
+    python -m benchmarks presets [--data benchmarks/data/quality] [--rebuild]
 
 Prints, for the labelled pairs of ``build_dataset.py`` (groups zh/en x short/long; mid-length pairs,
 140..500 characters, in their own columns):
@@ -41,6 +41,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's simstore
 import build_dataset
+import dataset
 from build_dataset import Pair
 
 import simstore
@@ -89,7 +90,7 @@ class Data:
 
 def load_data(directory: Path, rebuild: bool) -> Data:
     if rebuild or not (directory / "pairs.jsonl").exists():
-        pairs = build_dataset.build(directory)
+        pairs = dataset.build_all(directory)
     else:
         pairs = build_dataset.load(directory)
     position: dict[str, int] = {}

@@ -3,7 +3,7 @@
 Run from the repository root (builds the dataset first when it is missing; see
 ``build_dataset.py`` and ``hard.py``)::
 
-    python benchmarks/quality/evaluate_policy.py [--policy default|min_bands=1|...]
+    python -m benchmarks quality [--policy default|min_bands=1|...]
         [--split tune|test] [--json out.json] [--diagnose]
 
 ``--policy`` is ``default`` (``MinHashVerification()``), ``simhash`` (``Verification()``),
@@ -59,6 +59,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_dataset
+import dataset
 from build_dataset import Pair
 
 import simstore
@@ -559,7 +560,7 @@ def jsonable(value: Any) -> Any:
 
 def load_pairs(data: Path, split: str) -> list[Pair]:
     if not (data / "pairs.jsonl").exists():
-        build_dataset.build(data)
+        dataset.build_all(data)
     return [p for p in build_dataset.load(data) if p.split == split]
 
 
