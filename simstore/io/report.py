@@ -39,7 +39,7 @@ from simstore.io._report_model import (
     Threshold,
 )
 from simstore.policy.validate import check_int
-from simstore.policy.verify import Item, MinHashVerification, Policy, SimHashVerification
+from simstore.policy.verify import Item, Policy
 from simstore.storage.db import redact
 from simstore.storage.retention import parse_duration, utc_naive
 from simstore.storage.schema import decision_log, decisions, fingerprints
@@ -64,26 +64,11 @@ def thresholds(
     policy: Policy, max_distance: int
 ) -> tuple[dict[str, tuple[Threshold, ...]], tuple[Threshold, ...]]:
     """The policy's score thresholds per measure, and its SimHash radii (for distance alone)."""
-    scores: dict[str, tuple[Threshold, ...]] = {}
-    if isinstance(policy, MinHashVerification):
-        scores[policy.measure] = (Threshold("short texts", policy.threshold),)
-        long = [Threshold("long texts", policy.long_threshold)]
-        if policy.cjk_long_threshold is not None:
-            long.append(Threshold("long, mostly CJK", policy.cjk_long_threshold))
-        scores["minhash"] = tuple(long)
-        return scores, (Threshold("unsigned rows", max_distance),)
-    if isinstance(policy, SimHashVerification):
-        scored = [Threshold("short texts", policy.threshold)]
-        if policy.long_threshold is not None:
-            scored.append(Threshold("long texts", policy.long_threshold))
-        scores[policy.measure] = tuple(scored)
-        long_radius = max_distance if policy.long_radius is None else policy.long_radius
-        short_radius = max(policy.short_radius, max_distance)
-        radii = [Threshold("short-text candidates", short_radius)]
-        if long_radius != short_radius:
-            radii.append(Threshold("long texts", long_radius))
-        return scores, tuple(radii)
-    return scores, (Threshold("radius", max_distance),)
+    scores, radii = policy.thresholds(max_distance)
+    return (
+        {measure: tuple(Threshold(*line) for line in lines) for measure, lines in scores.items()},
+        tuple(Threshold(*line) for line in radii),
+    )
 
 
 def _check_since(since: str | timedelta | float | None, now: datetime) -> datetime | None:

@@ -49,6 +49,8 @@ from simstore.text.similarity import (
 )
 
 Measure = Literal["jaccard", "cosine", "edit"]
+Thresholds = tuple[dict[str, tuple[tuple[str, float], ...]], tuple[tuple[str, float], ...]]
+"""A policy's lines for a report: ``(label, value)`` score thresholds per measure, then radii."""
 MEASURES: tuple[Measure, ...] = ("jaccard", "cosine", "edit")
 
 
@@ -199,6 +201,11 @@ class Policy(ABC):
     def describe(self, max_distance: int) -> str:
         """One line for people: the policy and its thresholds."""
 
+    def thresholds(self, max_distance: int) -> Thresholds:
+        """The lines a report draws: score thresholds per measure, then the SimHash radii that
+        decide by distance alone, each as ``(label, value)``."""
+        return {}, (("radius", max_distance),)
+
 
 @dataclass(frozen=True)
 class SimHashOnly(Policy):
@@ -290,6 +297,17 @@ class SimHashVerification(Policy):
             f"simhash-verified (short texts: distance <= {max(self.short_radius, max_distance)}, "
             f"{self.measure} >= {self.threshold}; long: distance <= {max_distance})"
         )
+
+    def thresholds(self, max_distance: int) -> Thresholds:
+        scored = [("short texts", self.threshold)]
+        if self.long_threshold is not None:
+            scored.append(("long texts", self.long_threshold))
+        long_radius = max_distance if self.long_radius is None else self.long_radius
+        short_radius = max(self.short_radius, max_distance)
+        radii: list[tuple[str, float]] = [("short-text candidates", short_radius)]
+        if long_radius != short_radius:
+            radii.append(("long texts", long_radius))
+        return {self.measure: tuple(scored)}, tuple(radii)
 
 
 @dataclass(frozen=True)
@@ -491,6 +509,13 @@ class MinHashVerification(Policy):
             f"texts; short texts: {self.measure} >= "
             f"{self.threshold}{lookalike}; long: estimate >= {self.long_threshold}{cjk})"
         )
+
+    def thresholds(self, max_distance: int) -> Thresholds:
+        long = [("long texts", self.long_threshold)]
+        if self.cjk_long_threshold is not None:
+            long.append(("long, mostly CJK", self.cjk_long_threshold))
+        scores = {self.measure: (("short texts", self.threshold),), "minhash": tuple(long)}
+        return scores, (("unsigned rows", max_distance),)
 
 
 # Chinese and Japanese characters: kana, CJK unified ideographs (and Extension A), compatibility
