@@ -525,11 +525,7 @@ def _plan(
 ) -> list[Item]:
     """The items of (key, text, fingerprint) triples; ``max_distance``: the caller's radius.
 
-    A text with nothing but white space is refused: every such text would be one near-duplicate
-    of the first (fingerprint 0, no features), silently swallowing whatever a caller meant."""
-    for key, text, _value in raw:
-        if isinstance(text, str) and not text.strip():
-            raise InvalidInput(f"the text of key {key!r} is empty or only white space")
+    ``plan_items`` refuses a text with no features (empty, white space, only symbols)."""
     explicit = None if max_distance is None else check_radius(max_distance)
     return plan_items(
         raw, preset=preset, policy=policy, max_distance=store_radius, explicit=explicit

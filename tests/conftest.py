@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import CodeType, FunctionType
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import sqlalchemy as sa
@@ -35,7 +35,8 @@ SERVERS = ["postgresql", "mysql"]
 StoreFactory = Callable[..., SimStore]
 
 
-def _unavailable(reason: str) -> None:
+def unavailable(reason: str) -> NoReturn:
+    """Skip for ``reason`` locally; under SIMSTORE_REQUIRE_SERVERS=1 (CI) fail instead."""
     if os.environ.get("SIMSTORE_REQUIRE_SERVERS") == "1":
         pytest.fail(f"server required in CI: {reason}")
     pytest.skip(reason)
@@ -56,15 +57,14 @@ def new_server_database(kind: str) -> str:
     """Create an empty database on the ``kind`` server (dropped when the session ends)."""
     base = os.environ.get(SERVER_ENV[kind])
     if not base:
-        _unavailable(f"{SERVER_ENV[kind]} is not set")
-        raise AssertionError  # unreachable: skip or fail raised
+        unavailable(f"{SERVER_ENV[kind]} is not set")
     name = f"simstore_test_{uuid.uuid4().hex[:10]}"
     admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as connection:
             connection.execute(sa.text(f"CREATE DATABASE {name}"))
     except sa.exc.OperationalError as error:
-        _unavailable(f"{kind} server unreachable at {make_url(base).host}: {error.orig}")
+        unavailable(f"{kind} server unreachable at {make_url(base).host}: {error.orig}")
     finally:
         admin.dispose()
     url = make_url(base).set(database=name).render_as_string(hide_password=False)

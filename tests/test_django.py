@@ -168,11 +168,15 @@ def test_the_middleware_answers_a_key_conflict_409_and_invalid_input_422(tmp_pat
         f"post('c1', {TEXT!r})\n"
         "post('c1', 'another text under the same key, not a replay')\n"
         f"post('k' * 300, {TEXT!r})\n"
+        "for key, text in [('e1', '😀😀😀 🎉🎉'), ('e2', '👍'), ('e3', '?!')]:\n"
+        "    post(key, text)\n"
     )
     shell = manage(tmp_path, "shell", "-c", script)
     assert shell.returncode == 0, shell.stderr
     results = [line.split(" ", 2)[1:] for line in shell.stdout.splitlines() if "RESULT" in line]
-    assert [status for status, _body in results] == ["201", "409", "422"]
+    assert [status for status, _body in results] == ["201", "409", "422", "422", "422", "422"]
     conflict, invalid = json.loads(results[1][1]), json.loads(results[2][1])
     assert conflict["type"] == "KeyConflict" and "'c1'" in conflict["error"]
     assert invalid["type"] == "InvalidInput" and "255" in invalid["error"]
+    for _status, body in results[3:]:  # emoji or punctuation only: not a duplicate of e1
+        assert "no words or characters" in json.loads(body)["error"]

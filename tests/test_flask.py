@@ -91,6 +91,10 @@ def test_a_key_conflict_is_409_and_invalid_input_422_with_the_message(tmp_path: 
     assert too_long.status_code == 422
     assert too_long.get_json()["type"] == "InvalidInput"
     assert "255" in too_long.get_json()["error"]
+    for key, text in [("e1", "😀😀😀 🎉🎉"), ("e2", "👍"), ("e3", "?!")]:  # not one another's dups
+        featureless = client.post(f"/posts/{key}", data=text.encode())
+        assert featureless.status_code == 422, featureless.get_json()
+        assert "no words or characters" in featureless.get_json()["error"]
 
 
 def test_the_error_handlers_can_be_left_out(tmp_path: Path) -> None:

@@ -17,11 +17,13 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import queue
 import random
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -81,6 +83,20 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
+def _collect(source: Any, count: int, children: list[Any]) -> list[Any]:
+    """``count`` reports from a multiprocessing queue, waiting as long as the children live: a
+    child that dies without reporting fails the run instead of hanging it, and a slow machine
+    only makes it slower (the 1 s is how often the children are looked at, not a limit)."""
+    got: list[Any] = []
+    while len(got) < count:
+        try:
+            got.append(source.get(timeout=1))
+        except queue.Empty:
+            dead = [child.exitcode for child in children if child.exitcode not in (None, 0)]
+            assert not dead, f"a soak process died without reporting: exit codes {dead}"
+    return got
+
+
 def run_soak(url: str, processes: int, adds: int, *, seed: int = 7) -> Figures:
     check_queries = not (SQLITE_QUERY_RACE and url.startswith("sqlite"))
     namespace = f"soak-{uuid.uuid4().hex[:8]}"
@@ -105,14 +121,13 @@ def run_soak(url: str, processes: int, adds: int, *, seed: int = 7) -> Figures:
     )
     for child in children:
         child.start()
-    timeout = 60 + adds * processes / 20  # generous: 20 adds/s
     try:
-        results: list[SoakReport] = [reports.get(timeout=timeout) for _ in plan.per_process]
+        results: list[SoakReport] = _collect(reports, len(plan.per_process), children)
     finally:
         stop.set()
-    purged: PurgeReport = purges.get(timeout=120)
+    purged: PurgeReport = _collect(purges, 1, children)[0]
     for child in children:
-        child.join(timeout=60)
+        child.join()  # each has reported: it only returns
     errors = [report.error for report in results if report.error]
     errors += [purged.error] if purged.error else []
     assert not errors, "\n".join(errors)

@@ -14,7 +14,6 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
-from urllib.parse import quote_plus
 
 import click
 
@@ -27,7 +26,7 @@ from simstore.errors import (
     SimstoreError,
 )
 from simstore.policy.verify import POLICY_NAMES, policy_from
-from simstore.storage.db import default_url
+from simstore.storage.db import default_url, scrub
 
 if TYPE_CHECKING:
     from simstore.store import SimStore
@@ -83,17 +82,7 @@ def failure_for(error: SimstoreError) -> type[Failure]:
 
 def _without_password(message: str, url: str) -> str:
     """Belt and braces: the library redacts URLs, and a password never reaches the terminal."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        password = make_url(url).password
-    except ArgumentError:
-        return message.replace(url, "<unparseable database URL>")
-    if password and len(str(password)) >= 4:
-        for form in {str(password), quote_plus(str(password))}:
-            message = message.replace(form, "***")
-    return message
+    return scrub(message, url)
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program Ctrl-C stopped

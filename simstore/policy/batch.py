@@ -46,6 +46,10 @@ __all__ = [
 ]
 
 _SAME_MOMENT = datetime(1970, 1, 1, tzinfo=timezone.utc)
+NOTHING_TO_COMPARE = (
+    "has no words or characters simstore can compare (it is empty, white space, or only "
+    "punctuation, symbols, emoji or invisible characters)"
+)
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,12 @@ def plan_items(
 ) -> list[Item]:
     """Validate (key, text, fingerprint) triples and make the items the store decides.
 
+    A text from which the preset makes no feature (empty, white space, or only emoji,
+    punctuation, symbols or invisible characters under the default preset) is refused with
+    InvalidInput: all such texts share one fingerprint, so storing them would make each a
+    duplicate of the first. This is the one place every entry point (add, add_many, query,
+    batch, ingest, Spark, Flask, Django) checks it.
+
     Texts are fingerprinted together and planned by ``policy`` (signed in one pass); a bare
     fingerprint, or any item when ``explicit`` (a radius given to ``add`` or ``query``) is set,
     is decided by SimHash distance alone at that radius. A radius given with a text is refused
@@ -108,6 +118,8 @@ def plan_items(
             items.append(Item(key, value, None, radius))
             continue
         result = next(analysed)
+        if result.features == 0:
+            raise InvalidInput(f"the text of key {key!r} {NOTHING_TO_COMPARE}")
         item = Item(key, result.fingerprint, result.features, radius)
         items.append(item)
         if explicit is None:

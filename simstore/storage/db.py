@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, quote, quote_plus
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc
@@ -22,13 +24,80 @@ Bind = str | URL | Engine | Connection
 SQLITE_BUSY_TIMEOUT_S = 30.0
 
 
-def redact(url: str | URL) -> str:
-    """A URL fit to print: the password (if any) is replaced by ***."""
+# query parameters that carry a password: ?password= (libpq), ?passwd= (MySQL drivers), and the
+# like (sslpassword, a token); their values are never printed
+_SECRET_PARAMETER = re.compile(r"pass|pwd|secret|token", re.IGNORECASE)
+_UNPARSEABLE = "<unparseable database URL>"
+_SHORTEST_SCRUBBED = 3  # shorter secrets are not searched for in free text (they hit words)
+
+
+def _with_stray_at(url: str) -> tuple[str, str, str] | None:
+    """(scheme, the part before '?', the query) of a server URL holding more than one '@': one
+    is unescaped in a user name, password or query value, and SQLAlchemy would cut the URL at
+    the wrong one (printing a piece of the password as the host); None otherwise."""
+    scheme, found, rest = url.partition("://")
+    if not found or scheme.split("+")[0] == "sqlite" or rest.count("@") < 2:
+        return None
+    head, _sep, query = rest.partition("?")
+    return scheme, head, query
+
+
+def _secrets(url: str | URL) -> list[str]:
+    """Every password-like part of ``url``, wherever it sits, longest first."""
+    found: list[str] = []
+    if isinstance(url, str):  # as written: also right where SQLAlchemy would misread it
+        _scheme, _found, rest = url.partition("://")
+        head, _sep, query = rest.partition("?")
+        if "@" in head:
+            found.append(head.rpartition("@")[0].partition(":")[2])
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            if _SECRET_PARAMETER.search(name):
+                found.append(value)
     try:
         parsed = make_url(url) if isinstance(url, str) else url
     except exc.ArgumentError:
-        return "<unparseable database URL>"
-    return parsed.render_as_string(hide_password=True)
+        return sorted({secret for secret in found if secret}, key=len, reverse=True)
+    if parsed.password:
+        found.append(str(parsed.password))
+    if parsed.host and "@" in parsed.host:  # the tail of a password with an unescaped '@'
+        found.append(parsed.host.rpartition("@")[0])
+    for name, given in parsed.query.items():
+        if _SECRET_PARAMETER.search(name):
+            found.extend([given] if isinstance(given, str) else given)
+    return sorted({secret for secret in found if secret}, key=len, reverse=True)
+
+
+def redact(url: str | URL) -> str:
+    """A URL fit to print: its password, wherever it sits (``user:***@``, ``?password=``,
+    ``?passwd=``, or cut by an unescaped '@'), is replaced by ***."""
+    if isinstance(url, str) and (stray := _with_stray_at(url)) is not None:
+        scheme, head, query = stray
+        if "@" in query:  # which value holds it cannot be told: show none of them
+            return f"{redact(f'{scheme}://{head}')}?***"
+        userinfo, _at, tail = head.rpartition("@")
+        return redact(f"{scheme}://{userinfo.partition(':')[0]}:***@{tail}?{query}".rstrip("?"))
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except exc.ArgumentError:
+        return _UNPARSEABLE
+    hidden = {name: "***" for name in parsed.query if _SECRET_PARAMETER.search(name)}
+    if hidden:
+        parsed = parsed.update_query_dict(hidden)
+    if parsed.host and "@" in parsed.host:
+        parsed = parsed.set(host=parsed.host.rpartition("@")[2])
+    return parsed.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
+
+
+def scrub(message: str, url: str | URL) -> str:
+    """``message`` with every password-like part of ``url`` (as written or URL-quoted) as ***;
+    an unparseable URL is not shown at all."""
+    if isinstance(url, str) and redact(url) == _UNPARSEABLE:
+        return message.replace(url, _UNPARSEABLE)
+    for secret in _secrets(url):
+        if len(secret) >= _SHORTEST_SCRUBBED:
+            for form in dict.fromkeys([secret, quote_plus(secret), quote(secret, safe="")]):
+                message = message.replace(form, "***")
+    return message
 
 
 SQLITE_CACHE_KIB = 65536
@@ -80,6 +149,11 @@ def create_engine_for(url: str | URL) -> Engine:
         parsed = make_url(url) if isinstance(url, str) else url
     except exc.ArgumentError as error:
         raise InvalidInput(f"not a database URL: {redact(url)}") from error
+    if isinstance(url, str) and _with_stray_at(url) is not None:
+        raise InvalidInput(
+            f"{redact(url)} holds more than one '@': write an '@' inside the user name, password "
+            "or a query value as %40 (: / ? # [ ] @ there must be percent-encoded)"
+        )
     backend = parsed.get_backend_name()
     kwargs: dict[str, Any] = {}
     if backend == "sqlite":
@@ -105,7 +179,7 @@ def create_engine_for(url: str | URL) -> Engine:
         engine = sa.create_engine(parsed, **kwargs)
     except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as error:
         raise DatabaseUnavailable(
-            f"cannot use {redact(parsed)}: {error}{_driver_hint(error)}"
+            f"cannot use {redact(parsed)}: {scrub(str(error), parsed)}{_driver_hint(error)}"
         ) from error
     return configure_sessions(engine)
 
@@ -194,4 +268,4 @@ def translate_errors(url: str | URL) -> Iterator[None]:
         if isinstance(error, exc.IntegrityError):
             raise
         reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
-        raise DatabaseUnavailable(f"database {redact(url)}: {reason}") from error
+        raise DatabaseUnavailable(f"database {redact(url)}: {scrub(reason, url)}") from error

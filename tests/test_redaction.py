@@ -1,0 +1,90 @@
+"""A password never appears in what simstore prints, wherever it sat in the URL: ``user:pw@``,
+``?password=`` (libpq), ``?passwd=`` (MySQL drivers), or cut in two by an unescaped '@'. Run
+through the real CLI with --json against unreachable ports and the real servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from simstore.storage.db import redact, scrub
+from tests.conftest import new_server_database
+
+FIRST, SECOND = "Pw9xKq", "Zq7vRt"  # the two halves of a password with an unescaped '@'
+PASSWORD = f"{FIRST}@{SECOND}"
+UNREACHABLE = {
+    "user-password": f"postgresql+psycopg://bob:{FIRST}{SECOND}@127.0.0.1:1/x",
+    "pg-query": f"postgresql+psycopg://bob@127.0.0.1:1/x?password={FIRST}{SECOND}",
+    "mysql-query": f"mysql+pymysql://bob@127.0.0.1:1/x?passwd={FIRST}{SECOND}",
+    "pg-unescaped-at": f"postgresql+psycopg://bob:{PASSWORD}@127.0.0.1:1/x",
+    "mysql-unescaped-at": f"mysql+pymysql://bob:{PASSWORD}@127.0.0.1:1/x",
+    "at-and-slash": f"postgresql+psycopg://bob:{FIRST}@Q/{SECOND}@127.0.0.1:1/x",
+    "unescaped-at-in-query": f"postgresql+psycopg://bob@127.0.0.1:1/x?password={PASSWORD}",
+    "mysql-both": f"mysql+pymysql://bob:{PASSWORD}@127.0.0.1:1/x?passwd={FIRST}{SECOND}",
+}
+
+
+def run(url: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "SIMSTORE_URL"}
+    return subprocess.run(
+        [sys.executable, "-m", "simstore.cli", "--db", url, "--json", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=environment,
+        check=False,
+    )
+
+
+def assert_hidden(result: subprocess.CompletedProcess[str]) -> None:
+    shown = result.stdout + result.stderr
+    assert FIRST not in shown and SECOND not in shown, shown
+    assert "Traceback" not in shown
+
+
+@pytest.mark.parametrize("url", UNREACHABLE.values(), ids=UNREACHABLE.keys())
+@pytest.mark.parametrize("command", [("stats",), ("db", "upgrade"), ("query", "some text")])
+def test_errors_never_show_the_password(url: str, command: tuple[str, ...]) -> None:
+    result = run(url, *command)
+    assert result.returncode in (3, 4), result.stderr  # database unavailable / invalid URL
+    assert_hidden(result)
+    assert json.loads(result.stdout)["error"]
+    if url.count("@") > 1:  # refused before any connection, with the fix
+        assert result.returncode == 4 and "%40" in result.stderr
+
+
+def test_the_url_of_a_callers_engine_is_redacted_too() -> None:
+    """A URL object SQLAlchemy parsed from an unescaped '@' carries half the password as host."""
+    parsed = make_url(UNREACHABLE["pg-unescaped-at"])
+    assert parsed.host == f"{SECOND}@127.0.0.1"
+    message = f"database {redact(parsed)}: failed to resolve host '{parsed.host}'"
+    assert FIRST not in scrub(message, parsed) and SECOND not in scrub(message, parsed)
+    assert redact(parsed) == "postgresql+psycopg://bob:***@127.0.0.1:1/x"
+
+
+def test_a_query_password_is_hidden_in_the_json_output_of_a_working_server() -> None:
+    """PostgreSQL: a trusted user logs in whatever the password; the answer still names the db."""
+    url = make_url(new_server_database("postgresql"))
+    with_password = url.update_query_dict({"password": FIRST + SECOND})
+    written = with_password.render_as_string(hide_password=False)
+    upgraded = run(written, "db", "upgrade")
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert_hidden(upgraded)
+    ingested = run(written, "ingest", "--format", "lines", "-", stdin="a text to keep here\n")
+    assert ingested.returncode == 0, ingested.stderr
+    assert_hidden(ingested)
+    assert json.loads(ingested.stdout)["db"].endswith("?password=***")
+
+
+def test_a_wrong_mysql_password_in_the_query_is_not_shown(tmp_path: Path) -> None:
+    url = make_url(new_server_database("mysql")).update_query_dict({"passwd": FIRST + SECOND})
+    result = run(url.render_as_string(hide_password=False), "stats")
+    assert result.returncode == 3, result.stderr  # access denied
+    assert_hidden(result)
