@@ -5,10 +5,11 @@ The JSON shapes of matches and decisions live here too, so that every command sh
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -59,6 +60,18 @@ def pairs(rows: Mapping[str, object]) -> str:
     return "\n".join(f"{label:<{width}}  {_shown_value(value)}" for label, value in rows.items())
 
 
+def json_document(data: object) -> str:
+    """``data`` as indented JSON, non-ASCII text as it is; a string that is not valid Unicode
+    (a lone surrogate from a bad record) makes the whole document ASCII with escapes, so that
+    it is still written and read back as valid JSON."""
+    document = json.dumps(data, ensure_ascii=False, indent=2)
+    try:
+        document.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True, indent=2)
+    return document
+
+
 def emit(
     settings: Settings,
     data: Mapping[str, Any] | list[Any],
@@ -70,13 +83,27 @@ def emit(
     if text == "" and isinstance(data, Mapping):
         text = pairs(data)
     if settings.json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2), err=err)
+        click.echo(json_document(data), err=err)
         if not err:
             from simstore.cli._app import EMITTED
 
             click.get_current_context().find_root().meta[EMITTED] = True
     elif text is not None:
         click.echo(text, err=err)
+
+
+@contextlib.contextmanager
+def output_file(path: str) -> Iterator[IO[str]]:
+    """stdout for ``-``, else ``simstore.io.outputs.replaced``: a temporary file renamed over
+    ``path`` when the block ends without an error (check the path with ``check_paths`` first)."""
+    if path == "-":
+        with click.open_file("-", "w", encoding="utf-8") as stream:
+            yield stream
+        return
+    from simstore.io.outputs import replaced
+
+    with replaced(path) as stream:
+        yield stream
 
 
 def match_json(match: Match) -> dict[str, Any]:
