@@ -6,7 +6,6 @@ The JSON shapes of matches and decisions live here too, so that every command sh
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import IO, TYPE_CHECKING, Any
@@ -60,18 +59,6 @@ def pairs(rows: Mapping[str, object]) -> str:
     return "\n".join(f"{label:<{width}}  {_shown_value(value)}" for label, value in rows.items())
 
 
-def json_document(data: object) -> str:
-    """``data`` as indented JSON, non-ASCII text as it is; a string that is not valid Unicode
-    (a lone surrogate from a bad record) makes the whole document ASCII with escapes, so that
-    it is still written and read back as valid JSON."""
-    document = json.dumps(data, ensure_ascii=False, indent=2)
-    try:
-        document.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(data, ensure_ascii=True, indent=2)
-    return document
-
-
 def emit(
     settings: Settings,
     data: Mapping[str, Any] | list[Any],
@@ -83,6 +70,8 @@ def emit(
     if text == "" and isinstance(data, Mapping):
         text = pairs(data)
     if settings.json:
+        from simstore.cli._app import json_document
+
         click.echo(json_document(data), err=err)
         if not err:
             from simstore.cli._app import EMITTED
