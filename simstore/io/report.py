@@ -172,7 +172,7 @@ def write(
         try:
             with replaced(path) as stream:
                 stream.write(html)
-        except OSError as error:
+        except (OSError, InvalidInput) as error:  # InvalidInput: no temporary file there
             raise InvalidInput(
                 f"cannot write the report to {os.fspath(path)!r}: {error}"
             ) from error
