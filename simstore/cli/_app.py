@@ -109,6 +109,18 @@ def _quiet_broken_pipe() -> None:
     raise click.exceptions.Exit(EXIT_BROKEN_PIPE)
 
 
+def json_document(data: object) -> str:
+    """``data`` as indented JSON, non-ASCII text as it is; a string that is not valid Unicode
+    (a lone surrogate from a bad record) makes the whole document ASCII with escapes, so that
+    it is still written and read back as valid JSON."""
+    document = json.dumps(data, ensure_ascii=False, indent=2)
+    try:
+        document.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True, indent=2)
+    return document
+
+
 def json_error(ctx: click.Context, message: str, exit_code: int) -> None:
     """Under --json, an error is a JSON document on stdout too, unless one was printed already."""
     settings = ctx.find_object(Settings)
@@ -116,7 +128,7 @@ def json_error(ctx: click.Context, message: str, exit_code: int) -> None:
         return
     document = {"error": message, "exit_code": exit_code}
     with contextlib.suppress(OSError):
-        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        click.echo(json_document(document))
 
 
 class _Main(click.Group):

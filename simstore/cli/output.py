@@ -5,10 +5,10 @@ The JSON shapes of matches and decisions live here too, so that every command sh
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -70,13 +70,29 @@ def emit(
     if text == "" and isinstance(data, Mapping):
         text = pairs(data)
     if settings.json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2), err=err)
+        from simstore.cli._app import json_document
+
+        click.echo(json_document(data), err=err)
         if not err:
             from simstore.cli._app import EMITTED
 
             click.get_current_context().find_root().meta[EMITTED] = True
     elif text is not None:
         click.echo(text, err=err)
+
+
+@contextlib.contextmanager
+def output_file(path: str) -> Iterator[IO[str]]:
+    """stdout for ``-``, else ``simstore.io.outputs.replaced``: a temporary file renamed over
+    ``path`` when the block ends without an error (check the path with ``check_paths`` first)."""
+    if path == "-":
+        with click.open_file("-", "w", encoding="utf-8") as stream:
+            yield stream
+        return
+    from simstore.io.outputs import replaced
+
+    with replaced(path) as stream:
+        yield stream
 
 
 def match_json(match: Match) -> dict[str, Any]:

@@ -34,7 +34,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from simstore.errors import InvalidInput, InvalidType, KeyConflict
-from simstore.policy.validate import check_int, check_key
+from simstore.policy.validate import check_fraction, check_int, check_key, check_text_value
+from simstore.policy.verify import MEASURES
 from simstore.storage import _prepared as prepared
 from simstore.storage._finder import padded_params
 from simstore.storage.locking import lock_for_write
@@ -62,6 +63,7 @@ __all__ = [
     "LoadReport",
     "LoadRow",
     "band_keys_of",
+    "check_rows",
     "load",
     "made_with",
     "read_parquet",
@@ -73,6 +75,8 @@ HANDOVER_COLUMNS = (
     "order", "fingerprint", "text", "signature", "band_keys", "made_with",
 )  # fmt: skip
 
+# what may confirm a duplicate: a verification's measure, or the MinHash estimate
+LOAD_MEASURES = (*MEASURES, "minhash")
 _IN_CHUNK = 500  # keys per IN list when reading back ids and known keys
 
 
@@ -134,6 +138,16 @@ def load(
     return LoadReport(kept, duplicates, skipped)
 
 
+def check_rows(rows: Iterable[LoadRow | Mapping[str, Any]]) -> int:
+    """Check every row as ``load`` does (fields, types, values), without a database: a first
+    pass that lets a load refuse a bad hand-over before writing any of it. The count of rows."""
+    count = 0
+    for row in rows:
+        _check_row(row)
+        count += 1
+    return count
+
+
 def _chunked(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
     chunk: list[Any] = []
     for row in rows:
@@ -162,6 +176,7 @@ def _check_row(raw: object) -> LoadRow:
     check_fingerprint(row.fingerprint)
     if not isinstance(row.kept, bool):
         raise InvalidInput(f"kept must be True or False (key {key!r})")
+    _check_fields(key, row)
     signature = None if row.signature is None else bytes(row.signature)
     if signature is not None and len(signature) != minhash.SIGNATURE_BYTES:
         raise InvalidInput(
@@ -182,6 +197,26 @@ def _check_row(raw: object) -> LoadRow:
     if row.duplicate_of is None or row.distance is None:
         raise InvalidInput(f"key {key!r} is a duplicate: it needs duplicate_of and distance")
     return row._replace(key=key, duplicate_of=check_key(row.duplicate_of))
+
+
+def _check_fields(key: str, row: LoadRow) -> None:
+    """The text, distance, measure and score as the store would have written them: refused
+    alike on every dialect, before anything of the chunk is written."""
+    if row.text is not None:
+        if not isinstance(row.text, str):
+            raise InvalidType(f"key {key!r}: text must be a str, not {type(row.text).__name__}")
+        check_text_value(f"key {key!r}: text", row.text)
+    if row.kept:
+        return  # a kept row's match fields are not written
+    check_int(f"key {key!r}: distance", row.distance, lowest=0, highest=64)
+    if row.measure is not None and row.measure not in LOAD_MEASURES:
+        raise InvalidInput(
+            f"key {key!r}: measure must be one of {', '.join(LOAD_MEASURES)} or null, "
+            f"not {str(row.measure)[:40]!r}"
+        )
+    if isinstance(row.score, int) and not isinstance(row.score, bool):
+        return  # 0 or 1 read back as an int
+    check_fraction(f"key {key!r}: score", row.score)
 
 
 def _drop_known(conn: Connection, ns_id: int, rows: Sequence[LoadRow]) -> list[LoadRow]:
@@ -325,7 +360,14 @@ def read_parquet(
             raise InvalidInput(f"{name} is not a hand-over: it has no column {missing[0]!r}")
         wanted = [c for c in HANDOVER_COLUMNS if c in columns and c != "order"]
         for record in parquet.iter_batches(batch_size=batch_size, columns=wanted):
-            for row in record.to_pylist():
+            try:
+                batch = record.to_pylist()
+            except UnicodeDecodeError as error:  # pyarrow writes what it is given, unchecked
+                raise InvalidInput(
+                    f"{name}: a string column holds bytes that are not valid UTF-8 "
+                    f"(a lone surrogate?): {error.reason} at byte {error.start}"
+                ) from None
+            for row in batch:
                 stamp = row.pop("made_with", None)
                 if expect is not None and stamp is not None and stamp != expect:
                     raise InvalidInput(

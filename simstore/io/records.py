@@ -51,6 +51,7 @@ _FORMAT_OF_SUFFIX = {
 PARQUET_BATCH_ROWS = 1000  # rows read from a Parquet file at a time (bounded memory)
 STDIN_NAME = "<stdin>"
 KEY_FROM = ("text", "line")
+MAX_DEPTH = 200  # JSON lines nested deeper are bad records: far inside what json reads and writes
 
 
 def text_key(text: str) -> str:
@@ -181,10 +182,49 @@ def _read_jsonl(
         except json.JSONDecodeError as error:
             yield _bad(source, number, f"invalid JSON: {error.msg} at column {error.colno}")
             continue
+        except RecursionError:
+            yield _bad(source, number, f"invalid JSON: nested deeper than {MAX_DEPTH} levels")
+            continue
         if not isinstance(data, dict):
             yield _bad(source, number, f"a JSON {type(data).__name__}, not an object")
             continue
+        problem = _unwritable(line, data)
+        if problem is not None:
+            yield _bad(source, number, problem)
+            continue
         yield _make(source, number, data, options)
+
+
+def _unwritable(line: str, data: dict[str, Any]) -> str | None:
+    """Why a parsed JSON line could not be written out again as UTF-8 JSON (dedup's --out), or
+    None. A lone surrogate comes only from an escape (``"\\ud800"``: the line itself is valid
+    UTF-8), so only lines with an escape are checked; only lines with many brackets are
+    measured for depth."""
+    if "\\u" in line:
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as error:
+            point = ord(error.object[error.start])
+            return f"a lone surrogate \\u{point:04x} (a JSON escape): not valid Unicode text"
+        except RecursionError:
+            return f"invalid JSON: nested deeper than {MAX_DEPTH} levels"
+    if line.count("[") + line.count("{") > MAX_DEPTH and _deeper_than(data, MAX_DEPTH):
+        return f"invalid JSON: nested deeper than {MAX_DEPTH} levels"
+    return None
+
+
+def _deeper_than(data: object, limit: int) -> bool:
+    """Whether lists and objects nest in ``data`` more than ``limit`` levels (no recursion)."""
+    pending: list[tuple[object, int]] = [(data, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if depth > limit:
+            return True
+        if isinstance(value, dict):
+            pending.extend((child, depth + 1) for child in value.values())
+        elif isinstance(value, list):
+            pending.extend((child, depth + 1) for child in value)
+    return False
 
 
 def _read_lines(

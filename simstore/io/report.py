@@ -17,7 +17,6 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -38,6 +37,7 @@ from simstore.io._report_model import (
     Texts,
     Threshold,
 )
+from simstore.io.outputs import check_paths, replaced
 from simstore.policy.validate import check_int
 from simstore.policy.verify import Item, Policy
 from simstore.storage.db import redact
@@ -148,12 +148,16 @@ def write(
     path: str | os.PathLike[str] | None = None,
     **options: Any,
 ) -> str:
-    """Gather (``options`` as ``gather`` takes them) and render; write the page to ``path`` too."""
+    """Gather (``options`` as ``gather`` takes them) and render; write the page to ``path`` too
+    (refused when it is the store's database file; replaced whole, never left half-written)."""
+    if path is not None:
+        check_paths({"the report's path": path}, database=store.engine.url)
     html = render(gather(store, **options))
     if path is not None:
         try:
-            Path(path).write_text(html, encoding="utf-8")
-        except OSError as error:
+            with replaced(path) as stream:
+                stream.write(html)
+        except (OSError, InvalidInput) as error:  # InvalidInput: no temporary file there
             raise InvalidInput(
                 f"cannot write the report to {os.fspath(path)!r}: {error}"
             ) from error

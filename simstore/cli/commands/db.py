@@ -138,12 +138,15 @@ def load_command(settings: Settings, source: str, batch_size: int) -> None:
     continues from it and adding one of the corpus's records again replays its decision. The
     namespace is created if it is new; its preset and policy (the global options) must be those
     the result was made with. Keys the namespace already holds are skipped, so a load that
-    stopped is simply run again.
+    stopped is simply run again. Every row is checked before the first is written: a bad text,
+    distance, measure or score is refused (exit 4) and nothing is loaded.
     """
     from simstore.io import handover
 
     with open_store(settings, create=True) as store:
         expect = handover.made_with(store.preset, store.policy, store.max_distance)
+        # every row checked first: a bad one is refused before anything is written
+        handover.check_rows(handover.read_parquet(source, expect=expect, batch_size=batch_size))
         rows = handover.read_parquet(source, expect=expect, batch_size=batch_size)
         report = store.load(rows, batch_size=batch_size)
     data = {

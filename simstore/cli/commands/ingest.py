@@ -25,9 +25,10 @@ from simstore.cli._app import (
     open_store,
     text_radius,
 )
-from simstore.cli.output import emit, pairs
+from simstore.cli.output import emit, output_file, pairs
 from simstore.errors import InvalidInput
 from simstore.io.ingest import Rejected, ingest
+from simstore.io.outputs import check_paths
 from simstore.io.records import (
     FORMATS,
     KEY_FROM,
@@ -327,8 +328,8 @@ def _add_records(
     describe: dict[str, Any],
     *,
     summary_to_stderr: bool = False,
-) -> None:
-    """The shared body of ingest and dedup: add, print the summary, exit 1 on bad records."""
+) -> Tally:
+    """The shared body of ingest and dedup: add and print the summary; ``_finish`` it after."""
     for path in paths:
         format_of(path, options.format)  # a usage error before anything is opened
     radius = text_radius(settings, options.max_distance)
@@ -342,7 +343,7 @@ def _add_records(
         tally.interrupted = interrupt.interrupted
     data, text = _summary(settings, paths, tally, store)
     emit(settings, {**describe, **data}, text, err=summary_to_stderr)
-    _finish(tally)
+    return tally
 
 
 def input_options(command: F) -> F:
@@ -429,7 +430,8 @@ def ingest_files(
     records again through another path or stdin replays too.
     """
     options = InputOptions(format_, **opts)
-    _add_records(settings, files, options, lambda _record, _decision: None, {"files": list(files)})
+    describe = {"files": list(files)}
+    _finish(_add_records(settings, files, options, lambda _record, _decision: None, describe))
 
 
 def _writer(unique: IO[str], duplicates: IO[str] | None, key_field: str) -> OnDecision:
@@ -486,16 +488,22 @@ def dedup(
     input order, a batch at a time). The store remembers what it has seen, so a second run, or a run
     on another file, also drops what earlier runs kept. Records are written as JSON lines, whatever
     the input format.
+
+    --out and --dups may not be IN, the database file or each other (exit 4, nothing written);
+    each is written to a temporary file renamed into place once the run has decided every
+    record it read, so a run that fails leaves an existing file as it was.
     """
     options = InputOptions(format_, **opts)
+    check_paths({"--out": out, "--dups": dups}, inputs={"IN": source}, database=settings.url)
     with contextlib.ExitStack() as stack:
-        unique = stack.enter_context(click.open_file(out, "w", encoding="utf-8"))
-        duplicates = (
-            stack.enter_context(click.open_file(dups, "w", encoding="utf-8")) if dups else None
-        )
+        unique = stack.enter_context(output_file(out))
+        duplicates = stack.enter_context(output_file(dups)) if dups else None
         describe = {"input": source, "out": out, "dups": dups}
         to_stderr = "-" in (out, dups)
         if to_stderr:  # stdout holds records: an error is not added to them as JSON
             click.get_current_context().find_root().meta[EMITTED] = True
         write = _writer(unique, duplicates, options.key_field)
-        _add_records(settings, (source,), options, write, describe, summary_to_stderr=to_stderr)
+        tally = _add_records(
+            settings, (source,), options, write, describe, summary_to_stderr=to_stderr
+        )
+    _finish(tally)  # after the outputs are in place: they hold every record committed

@@ -97,8 +97,10 @@ def report(
     kept texts and duplicates per day, the scores and distances of the duplicates per measure
     with the policy's thresholds, the biggest clusters, and the decisions nearest a threshold
     side by side with their differences, each with the 'simstore explain' command that shows it
-    again. Read-only: reads aggregates and bounded samples, never the whole namespace.
+    again. Read-only: reads aggregates and bounded samples, never the whole namespace. --out may
+    not be the database file or --texts (exit 4); it is replaced only once the page is complete.
     """
+    from simstore.io.outputs import check_paths
     from simstore.io.report import MAX_SAMPLE
     from simstore.policy.validate import check_int
     from simstore.storage.retention import parse_duration
@@ -107,6 +109,7 @@ def report(
         parse_duration(since)  # bad input is exit 4 before anything is opened
     check_int("--sample", sample, lowest=1, highest=MAX_SAMPLE)
     check_int("--clusters", clusters, lowest=1, highest=MAX_SAMPLE)
+    check_paths({"--out": out}, inputs={"--texts": texts_path}, database=settings.url)
     texts = None
     if texts_path is not None:
         texts = _source_texts(texts_path, texts_format, text_field, key_field)

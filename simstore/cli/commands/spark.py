@@ -135,7 +135,17 @@ def dedup_command(
     decision with its fingerprint, kept text and MinHash signature (Parquet), which 'simstore db
     load' writes into a store. Spark's own logging and progress stay off the output unless
     --debug.
+
+    --out, --dups and --handover must be new paths, none of them IN, the database file or
+    another of them (exit 4, checked before Spark starts).
     """
+    from simstore.io.outputs import check_paths
+
+    check_paths(
+        {"--out": out, "--dups": dups, "--handover": handover},
+        inputs={"IN": source},
+        database=settings.url,
+    )
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 

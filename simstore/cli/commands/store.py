@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from simstore.cli._app import Failure, Settings, main, open_store, read_argument, text_radius
-from simstore.cli.output import decision_json, emit, iso, match_json, pairs, shown, table, verdict
+from simstore.cli.output import (
+    decision_json,
+    emit,
+    iso,
+    match_json,
+    output_file,
+    pairs,
+    shown,
+    table,
+    verdict,
+)
 from simstore.storage.db import redact
 from simstore.text.encoding import to_hex
 
@@ -257,10 +267,14 @@ def export(settings: Settings, what: str, format_: str, out: str) -> None:
 
     Streams in batches (bounded memory), nothing is written to the store. CSV of clusters has
     one row per member (cluster, size, key); JSON lines one line per cluster with its keys.
+    --out may not be the database file (exit 4); it is written to a temporary file renamed into
+    place at the end, so a failed export leaves an existing file as it was.
     """
     from simstore.io import export as exporting
+    from simstore.io.outputs import check_paths
 
-    with open_store(settings) as store, click.open_file(out, "w", encoding="utf-8") as stream:
+    check_paths({"--out": out}, database=settings.url)
+    with open_store(settings) as store, output_file(out) as stream:
         rows = {
             "decisions": exporting.decisions,
             "kept": exporting.kept,
