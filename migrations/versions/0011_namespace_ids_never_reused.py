@@ -13,7 +13,7 @@ in place; it holds one row a namespace), and its sequence starts above every id 
 names, so rows left by a drop before this revision are never inherited either. The largest
 ``ns_id`` of each table is found by one index seek per partition (a loose scan of the
 ``(part, ns_id)`` index), not a scan of the rows. PostgreSQL sequences and InnoDB's persistent
-AUTO_INCREMENT never reuse an id: nothing to do there.
+AUTO_INCREMENT (MariaDB >= 10.2.4, MySQL >= 8.0) never reuse an id: nothing to do there.
 
 ``downgrade`` rebuilds the table without AUTOINCREMENT.
 """
