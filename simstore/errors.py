@@ -23,6 +23,14 @@ class PresetMismatch(SimstoreError):
     """A store was opened with a preset other than the one it was made with."""
 
 
+class NamespaceDropped(SimstoreError):
+    """The store's namespace was dropped after the store opened it: nothing was read or written.
+
+    Namespace ids are never reused, so a store opened before a drop can never reach a namespace
+    created after it; open a new store to create the namespace again.
+    """
+
+
 class KeyConflict(SimstoreError):
     """A key already stored with a different fingerprint was added again."""
 

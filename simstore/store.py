@@ -24,7 +24,13 @@ import sqlalchemy as sa
 from sqlalchemy import exc
 from sqlalchemy.engine import Connection, Engine
 
-from simstore.errors import BatchFailed, InvalidInput, InvalidType, SimstoreError
+from simstore.errors import (
+    BatchFailed,
+    InvalidInput,
+    InvalidType,
+    NamespaceDropped,
+    SimstoreError,
+)
 from simstore.io import handover
 from simstore.io.handover import LoadReport
 from simstore.io.ingest import Rejected
@@ -46,7 +52,7 @@ from simstore.storage._connections import Connections
 from simstore.storage._finder import LOOKUPS, Finder, Rule
 from simstore.storage._namespace import open_namespace, prepare_schema, warn_about_partitions
 from simstore.storage._writer import Writer
-from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write
+from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
 from simstore.storage.retention import parse_duration, utc_naive
 from simstore.storage.schema import decisions, fingerprints
 from simstore.text.encoding import from_signed
@@ -141,7 +147,7 @@ class SimStore:
         self.partition_seconds = opened.partition_seconds
         self.ns_id = opened.id
         warn_about_partitions(self._connections, namespace, self.keep)
-        self._finder = Finder(opened.id, self.keep, opened.partition_seconds, lookup)
+        self._finder = Finder(opened.id, self.keep, opened.partition_seconds, lookup, namespace)
         self._writer = Writer(opened.id, self.keep, opened.partition_seconds, self._finder)
 
     @property
@@ -187,8 +193,17 @@ class SimStore:
         return Rule(self.policy, self.max_distance)
 
     def _find(self, items: list[Item], moment: datetime, conn: Connection) -> list[list[Match]]:
-        """What a query finds for ``items`` at ``moment`` (no write locks: not ``fresh``)."""
-        return self._finder.find(conn, items, [moment] * len(items), self._rule(), fresh=False)
+        """What a query finds for ``items`` at ``moment`` (no write locks: not ``fresh``).
+
+        The namespace is proven to exist after the lookups (``NamespaceDropped`` if not): the
+        answer then reflects a moment when it existed, even while a drop runs."""
+        found = self._finder.find(conn, items, [moment] * len(items), self._rule(), fresh=False)
+        self._require_namespace(conn)
+        return found
+
+    def _require_namespace(self, conn: Connection) -> None:
+        """Raise ``NamespaceDropped`` when the store's namespace has been dropped."""
+        require_namespace(conn, self.ns_id, self.namespace)
 
     def search(
         self,
@@ -280,7 +295,9 @@ class SimStore:
         for _attempt in range(5):
             try:
                 with self._connections.transaction() as conn:
-                    lock_for_write(conn, self.ns_id, probe, item.key, item.band_keys)
+                    lock_for_write(
+                        conn, self.ns_id, probe, item.key, item.band_keys, namespace=self.namespace
+                    )
                     return self._writer.decide(conn, [item], [moment], self._rule())[0]
             except exc.IntegrityError:
                 # the same key raced in from elsewhere: the retry finds its decision
@@ -302,7 +319,8 @@ class SimStore:
 
         Items are ``(key, text)`` pairs or mappings with ``key`` and ``text`` or ``fingerprint``
         (and optionally ``at``). Near-duplicates inside a batch resolve in input order. If a batch
-        fails, nothing of it is written and ``BatchFailed.committed`` says how many items were.
+        fails, nothing of it is written and ``BatchFailed.committed`` says how many items were
+        (``NamespaceDropped`` comes as itself: the namespace was dropped after the store opened).
         ``workers`` >= 1: the next batches are fingerprinted and signed in that many worker
         processes while this one decides and writes (0: all in this process; the decisions are
         the same; worth it for thousands of texts, with a core free for each worker).
@@ -341,11 +359,13 @@ class SimStore:
             batch_moment = utc_naive(at)  # one transaction, one moment, unless an item says
             moments = [batch_moment if when is None else utc_naive(when) for *_, when in raw]
             with self._connections.transaction() as conn:
-                lock_for_write(conn, self.ns_id, None)
+                lock_for_write(conn, self.ns_id, None, namespace=self.namespace)
                 decided = self._writer.decide(conn, items, moments, self._rule())
             if len(raw) >= ANALYZE_BATCH_ROWS:
                 maintenance.refresh_statistics(self._connections)
             return decided
+        except NamespaceDropped:
+            raise  # not a bad batch: nothing more can be written through this store
         except (SimstoreError, exc.IntegrityError) as error:
             raise BatchFailed(
                 f"batch starting at item {committed} was not written: {error} "
@@ -378,17 +398,20 @@ class SimStore:
         """The normalised text kept for ``key`` (kept short texts only; None otherwise)."""
         checked = check_key(key)
         with self._connections.reading() as conn:
-            return conn.execute(
+            text = conn.execute(
                 sa.select(fingerprints.c.text).where(
                     fingerprints.c.key == checked, fingerprints.c.ns_id == self.ns_id
                 )
             ).scalar()
+            self._require_namespace(conn)
+            return text
 
     def get(self, key: str) -> Decision | None:
         """The decision recorded for ``key`` (None if it was never added or has been purged)."""
         checked = check_key(key)
         with self._connections.reading() as conn:
             row = self._writer.decisions_of(conn, [checked]).get(checked)
+            self._require_namespace(conn)
             if row is None:
                 return None
             item = Item(checked, from_signed(int(row.fp)), None, 0)
@@ -396,7 +419,9 @@ class SimStore:
 
     def remove(self, key: str) -> bool:
         """Forget ``key`` (its kept row and its decision); True if there was anything to remove."""
-        return maintenance.remove(self._connections, self.ns_id, check_key(key))
+        return maintenance.remove(
+            self._connections, self.ns_id, check_key(key), namespace=self.namespace
+        )
 
     def purge(self, *, now: datetime | None = None, keep: str | timedelta | None = None) -> int:
         """Delete the partitions wholly older than the window, in bounded batches; rows deleted
@@ -418,6 +443,8 @@ class SimStore:
         window = self.keep if keep is None else parse_duration(keep)
         if window is None:
             return None
+        with self._connections.reading() as conn:
+            self._require_namespace(conn)
         return maintenance.purge(
             self._connections,
             self.ns_id,
@@ -445,6 +472,7 @@ class SimStore:
                     sa.func.coalesce(sa.func.sum(sa.case((decisions.c.inserted, 0), else_=1)), 0),
                 ).where(decisions.c.ns_id == self.ns_id)
             ).one()
+            self._require_namespace(conn)
         return Stats(
             self.namespace,
             self.preset.label,

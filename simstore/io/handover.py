@@ -129,7 +129,7 @@ def load(
     for chunk in _chunked(rows, batch_size):
         checked = [_check_row(row) for row in chunk]
         with store.connections.transaction() as conn:
-            lock_for_write(conn, store.ns_id, None)
+            lock_for_write(conn, store.ns_id, None, namespace=store.namespace)
             fresh = _drop_known(conn, store.ns_id, checked)
             skipped += len(checked) - len(fresh)
             _write(conn, store.ns_id, moment, part, fresh)

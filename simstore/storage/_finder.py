@@ -25,6 +25,7 @@ from simstore.policy.probes import PAIR_MAX_RADIUS, band_values, pair_plan, pref
 from simstore.policy.verify import Item, Kept, Policy
 from simstore.results import Match, sort_matches
 from simstore.storage import _prepared as prepared
+from simstore.storage.locking import require_namespace
 from simstore.storage.retention import partition_of, window_start
 from simstore.text.encoding import BAND_COUNT, MASK64, bands
 
@@ -137,6 +138,7 @@ class Finder:
     keep: timedelta | None
     partition_seconds: int
     lookup: str = "auto"  # "bands", "pairs" (radius <= 3) or "auto": the cheaper by table size
+    namespace: str | None = None  # its name, for NamespaceDropped's message
     unsigned_rows: bool = field(default=False, init=False)  # cached once true (it never reverts)
     _unsigned_read_at: float = field(default=float("-inf"), init=False)
     _rows: int = field(default=0, init=False)
@@ -174,8 +176,7 @@ class Finder:
         if self.unsigned_rows:
             return True
         if fresh or time.monotonic() - self._unsigned_read_at > UNSIGNED_REFRESH_SECONDS:
-            statement = prepared.unsigned_rows(conn.dialect)
-            self.unsigned_rows = bool(statement.run(conn, {"ns": self.ns_id})[0][0])
+            self.unsigned_rows = require_namespace(conn, self.ns_id, self.namespace)
             self._unsigned_read_at = time.monotonic()
         return self.unsigned_rows
 

@@ -71,6 +71,10 @@ class Prepared:
         """Execute once on the DBAPI cursor; rows come back as the driver gives them."""
         return self._on_cursor(conn, False, self._bind(values))
 
+    def count(self, conn: Connection, values: Mapping[str, Any]) -> int:
+        """Execute a data-changing statement once; the rows it changed."""
+        return int(self._on_cursor(conn, False, self._bind(values), rowcount=True)[0])
+
     def run_rows(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
         """executemany of value tuples given in ``self.names`` order (no per-row dicts)."""
         convert = [
@@ -100,7 +104,9 @@ class Prepared:
             params = [tuple(row[i] for i in where) for row in rows]
         self._on_cursor(conn, True, params)
 
-    def _on_cursor(self, conn: Connection, many: bool, params: Any) -> list[Any]:
+    def _on_cursor(
+        self, conn: Connection, many: bool, params: Any, rowcount: bool = False
+    ) -> list[Any]:
         # The DBAPI cursor directly: SQLAlchemy's result machinery costs more than a SQLite lookup.
         cursor = conn.connection.cursor()
         try:
@@ -108,6 +114,8 @@ class Prepared:
                 cursor.executemany(self.sql, params)
                 return []
             cursor.execute(self.sql, params)
+            if rowcount:
+                return [cursor.rowcount]
             return [] if cursor.description is None else list(cursor.fetchall())
         except conn.dialect.loaded_dbapi.Error as error:
             # wrapped as SQLAlchemy would (IntegrityError, OperationalError, ...), and a dropped

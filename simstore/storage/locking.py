@@ -21,6 +21,14 @@ Why the check-then-insert of ``SimStore.add`` cannot keep two near-duplicates:
 * MySQL/MariaDB: every add locks the namespace row ``FOR UPDATE``, serialising the namespace's adds
   (a lock table in the sense of the design); the check runs at READ COMMITTED after the lock.
 
+Every write also proves, under its lock and in its transaction, that its namespace row still
+exists, and raises ``NamespaceDropped`` before writing anything when it does not. A drop takes the
+namespace's exclusive lock, so a write either commits before the drop (whose deletes then take its
+rows) or finds the row gone. Ids are never reused (revision 0011 on SQLite; sequences elsewhere),
+so the row found is the namespace the store opened. The proof costs no extra statement on SQLite
+(the claiming UPDATE's row count) or MySQL (the row locked ``FOR UPDATE``); on PostgreSQL it
+rides on the statement that takes the key locks, whose snapshot begins after the namespace lock.
+
 Queries take no locks.
 """
 
@@ -32,6 +40,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from simstore.errors import NamespaceDropped
 from simstore.storage import _prepared as prepared
 
 BAND_LOCK_MAX_RADIUS = 7  # at most 4 x 17 = 68 advisory keys per add
@@ -56,17 +65,37 @@ def _minhash_lock(ns_id: int, band_key: int) -> int:
     return mixed - (1 << 64) if mixed >= 1 << 63 else mixed
 
 
+def dropped(ns_id: int, namespace: str | None = None) -> NamespaceDropped:
+    """The error of a store whose namespace (id ``ns_id``) no longer exists."""
+    name = f"namespace {namespace!r} (id {ns_id})" if namespace else f"namespace id {ns_id}"
+    return NamespaceDropped(
+        f"{name} was dropped after this store opened it; nothing was read or written "
+        "(open a new store to create it again)"
+    )
+
+
+def require_namespace(connection: Connection, ns_id: int, namespace: str | None = None) -> bool:
+    """Raise ``NamespaceDropped`` unless namespace ``ns_id`` exists; else whether it holds rows
+    without a MinHash signature (the column read to prove it exists)."""
+    found = prepared.unsigned_rows(connection.dialect).run(connection, {"ns": ns_id})
+    if not found:
+        raise dropped(ns_id, namespace)
+    return bool(found[0][0])
+
+
 def lock_for_write(
     connection: Connection,
     ns_id: int,
     probe_keys: Iterable[tuple[int, int]] | None,
     key: str | None = None,
     band_keys: Iterable[int] = (),
+    *,
+    namespace: str | None = None,
 ) -> None:
     """Take the locks an add needs before it checks; ``probe_keys`` None means exclusive.
 
     ``band_keys`` are the add's MinHash band keys (``simstore.text.minhash``), locked with the
-    probes.
+    probes. Raises ``NamespaceDropped`` (``namespace`` names it) when the namespace row is gone.
     """
     dialect = connection.dialect.name
     if dialect == "postgresql":
@@ -75,6 +104,8 @@ def lock_for_write(
                 sa.text("SELECT pg_advisory_xact_lock(:cls, :ns)"),
                 {"cls": _PG_NAMESPACE_CLASS, "ns": ns_id},
             )
+            # a statement of its own: its snapshot begins after the lock was granted
+            require_namespace(connection, ns_id, namespace)
             return
         connection.execute(
             sa.text("SELECT pg_advisory_xact_lock_shared(:cls, :ns)"),
@@ -85,15 +116,23 @@ def lock_for_write(
         if key is not None:
             wanted.add(_key_lock(ns_id, key))
         keys = sorted(wanted)
-        connection.execute(
+        # the namespace row is read by this statement, whose snapshot (READ COMMITTED) begins
+        # after the namespace lock above: a drop has committed before it, or waits for this add
+        exists = connection.execute(
             sa.text(
-                "SELECT count(pg_advisory_xact_lock(k)) FROM unnest(CAST(:keys AS bigint[])) AS k"
+                "SELECT (SELECT count(pg_advisory_xact_lock(k)) "
+                "FROM unnest(CAST(:keys AS bigint[])) AS k), "
+                "EXISTS (SELECT 1 FROM simstore_namespaces WHERE id = :ns)"
             ),
-            {"keys": keys},
-        )
+            {"keys": keys, "ns": ns_id},
+        ).one()[1]
+        if not exists:
+            raise dropped(ns_id, namespace)
         return
     if dialect in ("mysql", "mariadb"):
-        prepared.namespace_for_update(connection.dialect).run(connection, {"ns": ns_id})
+        if not prepared.namespace_for_update(connection.dialect).run(connection, {"ns": ns_id}):
+            raise dropped(ns_id, namespace)
         return
     # SQLite (and anything else): a write first, so the database write lock is held from here on
-    prepared.claim_namespace(connection.dialect).run(connection, {"ns": ns_id})
+    if not prepared.claim_namespace(connection.dialect).count(connection, {"ns": ns_id}):
+        raise dropped(ns_id, namespace)

@@ -226,10 +226,11 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     return sum(map(len, held))
 
 
-def remove(connections: Connections, ns_id: int, key: str) -> bool:
-    """Forget ``key`` (its kept row, band keys and decision); True if there was anything."""
+def remove(connections: Connections, ns_id: int, key: str, *, namespace: str | None = None) -> bool:
+    """Forget ``key`` (its kept row, band keys and decision); True if there was anything
+    (``NamespaceDropped``, naming ``namespace``, when the namespace is gone)."""
     with connections.transaction() as conn:
-        lock_for_write(conn, ns_id, None)
+        lock_for_write(conn, ns_id, None, namespace=namespace)
         found = conn.execute(
             sa.select(*_SIGNED_ROW).where(fingerprints.c.ns_id == ns_id, fingerprints.c.key == key)
         ).all()

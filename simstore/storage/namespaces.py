@@ -125,11 +125,13 @@ def drop(store: SimStore) -> dict[str, int]:
     """Delete the store's namespace: its rows in every simstore table, then the namespace row.
 
     One transaction that takes the namespace's exclusive write lock, so an add either finishes
-    before it or fails after it. Returns the rows deleted per table.
+    before it or fails after it with ``NamespaceDropped`` (its check under the lock finds the row
+    gone; ids are never reused, so no later namespace can take this one's rows or writes).
+    Returns the rows deleted per table; ``NamespaceDropped`` if it was dropped already.
     """
     deleted: dict[str, int] = {}
     with store.connections.transaction() as conn:
-        lock_for_write(conn, store.ns_id, None)
+        lock_for_write(conn, store.ns_id, None, namespace=store.namespace)
         for table in metadata.sorted_tables:
             if table is namespaces or "ns_id" not in table.c:
                 continue

@@ -80,6 +80,9 @@ namespaces = sa.Table(
     sa.Column("unsigned_rows", sa.Boolean, nullable=False, server_default=sa.true()),
     # the MinHash scheme (simstore.text.minhash.SCHEME) its signatures and band keys were made with
     sa.Column("minhash_scheme", sa.String(64), nullable=False),
+    # ids are never reused (SQLite needs AUTOINCREMENT for that: revision 0011): a store opened
+    # before a drop must never reach a namespace created after it (simstore.storage.locking)
+    sqlite_autoincrement=True,
     mysql_charset="utf8mb4",
     mysql_collate="utf8mb4_bin",
 )
