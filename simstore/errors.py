@@ -31,6 +31,11 @@ class NamespaceDropped(SimstoreError):
     """
 
 
+class PolicyMismatch(PresetMismatch):
+    """A namespace was opened with a policy other than the one it records; the message names both
+    and how to make a new namespace."""
+
+
 class KeyConflict(SimstoreError):
     """A key already stored with a different fingerprint was added again."""
 

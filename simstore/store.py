@@ -69,7 +69,9 @@ _UNSET: Any = object()
 __all__ = ["BatchFailed", "Decision", "Match", "Search", "SimStore", "Stats"]
 
 
-def _resolve_policy(policy: Policy | str | None, verification: Any, min_features: Any) -> Policy:
+def _resolve_policy(
+    policy: Policy | str | None, verification: Any, min_features: Any
+) -> Policy | None:
     """The policy from ``policy``, or from the names before 0.3 (with a DeprecationWarning)."""
     if verification is not _UNSET:
         if policy is not None:
@@ -91,7 +93,7 @@ def _resolve_policy(policy: Policy | str | None, verification: Any, min_features
             stacklevel=3,
         )
         check_int("min_features", min_features, lowest=0)
-    return DEFAULT_POLICY if policy is None else check_policy(policy)
+    return None if policy is None else check_policy(policy)
 
 
 class SimStore:
@@ -103,8 +105,10 @@ class SimStore:
     ``keep`` is the retention window (``"2d"``, a timedelta or seconds; None keeps everything).
     ``auto_upgrade`` None upgrades SQLite databases on open and asks servers to be upgraded with
     ``simstore db upgrade``; True or False forces either way.
-    ``policy`` decides (``simstore.policy.verify``): ``MinHashVerification()`` by default,
-    ``SimHashVerification(...)`` or ``SimHashOnly(min_features=...)``, or one's name.
+    ``policy`` decides (``simstore.policy.verify``): ``MinHashVerification()``,
+    ``SimHashVerification(...)`` or ``SimHashOnly(min_features=...)``, or one's name. A namespace
+    records the policy it was made with (every parameter): None adopts it (the default policy
+    for a new namespace), another one is refused (``PolicyMismatch``).
     ``max_distance`` is the SimHash radius: it decides fingerprints and unsigned rows under every
     policy and texts under the SimHash policies (a radius given with a text to ``add``/``query``
     is refused under ``MinHashVerification``, whose knob is its threshold).
@@ -133,7 +137,7 @@ class SimStore:
         self.namespace = check_name("namespace", namespace, MAX_NAMESPACE_LENGTH)
         self.max_distance = check_radius(max_distance)
         self.keep = None if keep is None else parse_duration(keep)
-        self.policy = _resolve_policy(policy, verification, min_features)
+        requested = _resolve_policy(policy, verification, min_features)
         partition_length = parse_duration(partition)
         if partition_length < timedelta(minutes=1):
             raise InvalidInput("partition must be at least one minute (partition numbers are INT)")
@@ -141,9 +145,14 @@ class SimStore:
             raise InvalidInput(f"lookup must be one of {', '.join(LOOKUPS)}, got {lookup!r}")
         prepare_schema(self._connections, auto_upgrade)
         opened = open_namespace(
-            self._connections, namespace, preset, max(int(partition_length.total_seconds()), 1)
+            self._connections,
+            namespace,
+            preset,
+            max(int(partition_length.total_seconds()), 1),
+            requested,
         )
         self.preset = opened.preset
+        self.policy = opened.policy
         self.partition_seconds = opened.partition_seconds
         self.ns_id = opened.id
         warn_about_partitions(self._connections, namespace, self.keep)

@@ -566,7 +566,9 @@ def test_namespaces_are_listed_and_dropped_only_with_yes(cli: Cli) -> None:
         "+00:00"
     )
     text = cli("namespaces", "list")
-    assert re.search(r"^other\s+pypi-simhash@\d+\s+1\s+2\s+\d{4}-", text.stdout, re.M), text.stdout
+    assert re.search(r"^other\s+pypi-simhash@\d+\s+minhash\s+1\s+2\s+\d{4}-", text.stdout, re.M), (
+        text.stdout
+    )
 
     refused = cli("namespaces", "drop", "other")
     assert refused.returncode == 1 and "without --yes" in refused.stderr

@@ -25,7 +25,7 @@ from simstore.errors import (
     SchemaOutOfDate,
     SimstoreError,
 )
-from simstore.policy.verify import POLICY_NAMES, policy_from
+from simstore.policy.verify import DEFAULT_POLICY, POLICY_NAMES, Policy, policy_with
 from simstore.storage.db import default_url, scrub
 
 if TYPE_CHECKING:
@@ -44,8 +44,10 @@ class Settings:
     json: bool
     quiet: bool
     debug: bool
-    policy: str = "minhash"
+    policy: str | None = None  # None: the namespace's recorded policy (the default when new)
     threshold: float | None = None
+    long_threshold: float | None = None
+    policy_options: tuple[tuple[str, str], ...] = ()  # --policy-option KEY=VALUE, in order
     keep: str | None = None  # the retention window (SimStore keep): rows older never match
 
 
@@ -208,17 +210,30 @@ an error is also a JSON document on stdout: {"error": ..., "exit_code": ...}."""
 @click.option(
     "--policy",
     type=click.Choice(POLICY_NAMES),
-    default="minhash",
-    show_default=True,
-    help="What decides a text: 'minhash' (similarity; its knob is --threshold), "
-    "'simhash-verified' (SimHash, short texts confirmed by a similarity) or 'simhash' "
-    "(plain SimHash; its knob is --max-distance).",
+    help="What decides a text: 'minhash' (similarity), 'simhash-verified' (SimHash, short texts "
+    "confirmed by a similarity) or 'simhash' (plain SimHash; its knob is --max-distance). "
+    "Default: the namespace's recorded policy; 'minhash' for a new namespace.",
 )
 @click.option(
     "--threshold",
     type=click.FloatRange(0, 1),
-    help="Similarity a duplicate must reach (minhash: short and long texts [default: 0.55]; "
-    "simhash-verified: short texts [default: 0.8]).",
+    help="Short texts' similarity a duplicate must reach (minhash: jaccard, default 0.55; "
+    "simhash-verified: default 0.8).",
+)
+@click.option(
+    "--long-threshold",
+    type=click.FloatRange(0, 1),
+    help="Long texts' estimated similarity a duplicate must reach (minhash: default 0.75; "
+    "texts mostly in Chinese or Japanese use cjk_long_threshold, default 0.65, set with "
+    "--policy-option).",
+)
+@click.option(
+    "--policy-option",
+    "policy_options",
+    metavar="KEY=VALUE",
+    multiple=True,
+    help="Any option of the policy, repeatable: e.g. fold_traditional=true, strip_social=true, "
+    "cjk_long_threshold=0.7, max_replaced=2; 'simstore policies' lists them with defaults.",
 )
 @click.option(
     "--keep",
@@ -236,8 +251,10 @@ def main(
     url: str | None,
     namespace: str,
     preset: str | None,
-    policy: str,
+    policy: str | None,
     threshold: float | None,
+    long_threshold: float | None,
+    policy_options: tuple[str, ...],
     keep: str | None,
     as_json: bool,
     quiet: bool,
@@ -253,22 +270,50 @@ def main(
             level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(levelname)s: %(message)s"
         )
     ctx.obj = Settings(
-        url or default_url(), namespace, preset, as_json, quiet, debug, policy, threshold, keep
+        url or default_url(),
+        namespace,
+        preset,
+        as_json,
+        quiet,
+        debug,
+        policy,
+        threshold,
+        long_threshold,
+        tuple(_option_pair(option) for option in policy_options),
+        keep,
     )
 
 
-def text_radius(settings: Settings, max_distance: int | None) -> int | None:
+def _option_pair(option: str) -> tuple[str, str]:
+    key, equals, value = option.partition("=")
+    if not equals or not key.strip():
+        raise click.BadParameter(f"{option!r} is not KEY=VALUE", param_hint="--policy-option")
+    return key.strip(), value.strip()
+
+
+def requested_policy(settings: Settings) -> Policy | None:
+    """The policy the global options ask for; None when they name none (adopt the namespace's)."""
+    options: dict[str, object] = dict(settings.policy_options)
+    if settings.threshold is not None:
+        options["threshold"] = settings.threshold
+    if settings.long_threshold is not None:
+        options["long_threshold"] = settings.long_threshold
+    if settings.policy is None and not options:
+        return None
+    return policy_with(settings.policy or "minhash", options)
+
+
+def check_text_radius(policy: Policy, max_distance: int | None) -> None:
     """``--max-distance`` of a text command, refused where it would not decide the texts.
 
     Under the minhash policy a text is decided by similarity and the radius only governs bare
     fingerprints, which the CLI never adds: taking it silently would be a knob that does nothing.
     """
-    if max_distance is not None and not policy_from(settings.policy).decides_texts_by_distance:
+    if max_distance is not None and not policy.decides_texts_by_distance:
         raise InvalidInput(
-            f"--max-distance is a SimHash radius, but the {settings.policy} policy decides texts "
+            f"--max-distance is a SimHash radius, but the {policy.name} policy decides texts "
             "by similarity: give --threshold instead (or --policy simhash to decide by distance)"
         )
-    return max_distance
 
 
 @contextlib.contextmanager
@@ -286,7 +331,16 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
     from simstore.text.presets import get_preset
 
     given = {name: value for name, value in options.items() if value is not None}
-    policy = policy_from(settings.policy, threshold=settings.threshold)  # bad input first
+    from simstore.policy.validate import check_radius
+    from simstore.storage.namespaces import missing_sqlite_file
+
+    if given.get("max_distance") is not None:
+        check_radius(given["max_distance"])  # bad input first
+    policy = requested_policy(settings)
+    # without a policy a namespace adopts its own, known once opened; a new file gets the default
+    new_file = missing_sqlite_file(settings.url) is not None
+    if policy is not None or new_file:
+        check_text_radius(policy or DEFAULT_POLICY, given.get("max_distance"))
     if settings.keep is not None:
         given["keep"] = parse_duration(settings.keep)
     if settings.preset is not None:
@@ -298,6 +352,7 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
     with SimStore(
         settings.url, namespace=settings.namespace, preset=settings.preset, policy=policy, **given
     ) as store:
+        check_text_radius(store.policy, given.get("max_distance"))  # the adopted policy's rule
         yield store
 
 

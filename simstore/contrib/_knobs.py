@@ -1,38 +1,120 @@
-"""The decision knobs of the Flask and Django settings, with the same meaning as the CLI's.
+"""The settings Flask and Django share, with the CLI's meanings: read, converted from strings (as
+environment variables give them) and checked in one place, when the app starts.
 
-``POLICY`` names the policy (``simstore.policy.verify.policy_from``), ``THRESHOLD`` is its
-similarity
-threshold, ``MAX_DISTANCE`` the SimHash radius. Under a policy that decides texts by similarity
-(``minhash``) the radius only governs bare fingerprints, so a radius set there is logged as a
-warning that names the knob that does decide, never taken silently.
+``POLICY`` names the policy (``simstore.policy.verify.POLICY_NAMES``; None: the namespace's own,
+the default for a new one); ``THRESHOLD`` and ``LONG_THRESHOLD`` are its short and long texts'
+similarity thresholds, ``POLICY_OPTIONS`` any other option (a dict, or ``"key=value,..."``:
+``simstore.policy.verify.policy_options``); ``MAX_DISTANCE`` is the SimHash radius, ``KEEP`` the
+retention window, ``NAMESPACE`` and ``PRESET`` as in ``SimStore``. Under a policy that decides
+texts by similarity (``minhash``) the radius only governs bare fingerprints, so a radius set there
+is logged as a warning that names the knob that does decide, never taken silently.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from simstore.policy.verify import policy_from
+from simstore.errors import InvalidInput
+from simstore.policy.validate import (
+    MAX_NAMESPACE_LENGTH,
+    check_fraction,
+    check_name,
+    check_radius,
+)
+from simstore.policy.verify import Policy, policy_with
+from simstore.storage.retention import parse_duration
+from simstore.text.presets import get_preset
 
 log = logging.getLogger("simstore")
 
+KNOBS = (
+    "NAMESPACE",
+    "PRESET",
+    "KEEP",
+    "POLICY",
+    "THRESHOLD",
+    "LONG_THRESHOLD",
+    "POLICY_OPTIONS",
+    "MAX_DISTANCE",
+)
+"""The settings read here, without the host's prefix."""
 
-def store_knobs(
-    policy: str | None, threshold: float | None, max_distance: int | None, setting: str
-) -> dict[str, Any]:
-    """``SimStore`` keyword arguments for these settings; ``setting`` is how the host names one
-    (``"SIMSTORE_{}"``, ``'SIMSTORE["{}"]'``), for the warning."""
-    chosen = policy_from(policy or "minhash", threshold=threshold)
-    knobs: dict[str, Any] = {"policy": chosen}
-    if max_distance is not None:
-        if not chosen.decides_texts_by_distance:
-            log.warning(
-                "%s is the SimHash radius, but the %s policy decides texts by similarity: it "
-                "only applies to bare fingerprints (set %s instead, or %s = 'simhash')",
-                setting.format("MAX_DISTANCE"),
-                chosen.name,
-                setting.format("THRESHOLD"),
-                setting.format("POLICY"),
-            )
-        knobs["max_distance"] = max_distance
-    return knobs
+
+def _options(value: object) -> dict[str, object]:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(key): option for key, option in value.items()}
+    if isinstance(value, str):
+        pairs = [part.partition("=") for part in value.split(",") if part.strip()]
+        if any(not equals for _, equals, _ in pairs):
+            raise InvalidInput(f"takes key=value pairs separated by commas, not {value!r}")
+        return {key.strip(): option.strip() for key, _, option in pairs}
+    raise InvalidInput(f"takes a dict or 'key=value,...', not {type(value).__name__}")
+
+
+def _number(value: object, kind: Callable[[str], Any]) -> Any:
+    if isinstance(value, str):
+        try:
+            return kind(value.strip())
+        except ValueError:
+            raise InvalidInput(f"takes a number, not {value!r}") from None
+    return value
+
+
+def _fraction(knob: str, value: object) -> float:
+    number: float = _number(value, float)
+    check_fraction(knob.lower(), number)
+    return number
+
+
+def store_options(get: Callable[[str], Any], setting: str) -> dict[str, Any]:
+    """``SimStore`` keyword arguments from the host's settings (``get(KNOB)``: its value or None),
+    each checked; ``setting`` is how the host names one (``"SIMSTORE_{}"``,
+    ``'SIMSTORE["{}"]'``), and an error names the setting (``InvalidInput``)."""
+
+    def check(knob: str, read: Callable[[], Any]) -> Any:
+        try:
+            return read()
+        except InvalidInput as error:
+            raise InvalidInput(f"{setting.format(knob)}: {error}") from None
+
+    namespace = get("NAMESPACE") or "default"
+    knobs: dict[str, Any] = {
+        "namespace": check(
+            "NAMESPACE", lambda: check_name("namespace", namespace, MAX_NAMESPACE_LENGTH)
+        ),
+        "preset": check("PRESET", lambda: get("PRESET") and get_preset(get("PRESET"))),
+        "keep": check("KEEP", lambda: None if get("KEEP") is None else parse_duration(get("KEEP"))),
+    }
+    name = get("POLICY")
+    options = check("POLICY_OPTIONS", lambda: _options(get("POLICY_OPTIONS")))
+    if options:
+        check("POLICY_OPTIONS", lambda: policy_with(str(name or "minhash"), options))
+    for knob, option in (("THRESHOLD", "threshold"), ("LONG_THRESHOLD", "long_threshold")):
+        value = get(knob)
+        if value is not None:
+            options[option] = check(knob, functools.partial(_fraction, knob, value))
+    if name is not None or options:
+        knobs["policy"] = check("POLICY", lambda: policy_with(str(name or "minhash"), options))
+    radius = get("MAX_DISTANCE")
+    if radius is not None:
+        knobs["max_distance"] = check("MAX_DISTANCE", lambda: check_radius(_number(radius, int)))
+    return {name: value for name, value in knobs.items() if value is not None}
+
+
+def warn_about_radius(policy: Policy, max_distance: int | None, setting: str) -> None:
+    """Log that a radius set under a policy that decides texts by similarity governs only bare
+    fingerprints (called with the store's policy: the namespace's own when none was set)."""
+    if max_distance is not None and not policy.decides_texts_by_distance:
+        log.warning(
+            "%s is the SimHash radius, but the %s policy decides texts by similarity: it "
+            "only applies to bare fingerprints (set %s instead, or %s = 'simhash')",
+            setting.format("MAX_DISTANCE"),
+            policy.name,
+            setting.format("THRESHOLD"),
+            setting.format("POLICY"),
+        )

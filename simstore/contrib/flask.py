@@ -6,12 +6,14 @@ Configuration keys (all optional):
   second engine), else ``sqlite:///<instance folder>/simstore.db``.
 - ``SIMSTORE_NAMESPACE`` (``"default"``), ``SIMSTORE_PRESET``, ``SIMSTORE_KEEP`` (e.g. ``"2d"``),
   ``SIMSTORE_AUTO_UPGRADE`` (None: SQLite yes, servers no).
-- ``SIMSTORE_POLICY`` (``"minhash"``, ``"simhash-verified"`` or ``"simhash"``: what decides a
-  text, ``simstore.policy.verify.policy_from``) and ``SIMSTORE_THRESHOLD`` (None: the policy's
-  own), the
-  similarity a duplicate must reach; ``SIMSTORE_MAX_DISTANCE`` (None: 3) is the SimHash radius,
-  which decides texts only under the SimHash policies (under ``minhash`` only bare fingerprints,
-  and setting it logs a warning).
+- ``SIMSTORE_POLICY`` (``"minhash"``, ``"simhash-verified"`` or ``"simhash"``; None: the
+  namespace's recorded policy, ``minhash`` for a new one), ``SIMSTORE_THRESHOLD`` and
+  ``SIMSTORE_LONG_THRESHOLD`` (short and long texts' similarity; None: the policy's own),
+  ``SIMSTORE_POLICY_OPTIONS`` (any other option, a dict or ``"fold_traditional=true,..."``),
+  ``SIMSTORE_MAX_DISTANCE`` (None: 3), the SimHash radius, which decides texts only under the
+  SimHash policies (under ``minhash`` only bare fingerprints, and setting it logs a warning).
+  Strings are converted (``"0.8"``, ``"true"``), and every setting is checked by ``init_app``:
+  a bad one raises ``InvalidInput`` naming it, when the app starts.
 
 - ``SIMSTORE_ERROR_HANDLERS`` (True): answer simstore's client errors raised in a view as JSON,
   409 for a ``KeyConflict`` and 422 for ``InvalidInput`` (``simstore.contrib._errors``); other
@@ -36,7 +38,7 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
     ) from error
 
 from simstore.contrib._errors import STATUS, error_response
-from simstore.contrib._knobs import store_knobs
+from simstore.contrib._knobs import KNOBS, store_options, warn_about_radius
 from simstore.storage import migrate
 from simstore.store import SimStore
 
@@ -54,12 +56,11 @@ class FlaskSimStore:
         app.config.setdefault("SIMSTORE_URL", None)
         app.config.setdefault("SIMSTORE_NAMESPACE", "default")
         app.config.setdefault("SIMSTORE_PRESET", None)
-        app.config.setdefault("SIMSTORE_POLICY", "minhash")
-        app.config.setdefault("SIMSTORE_THRESHOLD", None)
-        app.config.setdefault("SIMSTORE_MAX_DISTANCE", None)
-        app.config.setdefault("SIMSTORE_KEEP", None)
+        for knob in KNOBS:
+            app.config.setdefault(f"SIMSTORE_{knob}", "default" if knob == "NAMESPACE" else None)
         app.config.setdefault("SIMSTORE_AUTO_UPGRADE", None)
         app.config.setdefault("SIMSTORE_ERROR_HANDLERS", True)
+        _settings(app)  # a bad setting fails here, when the app starts, not at its first request
         app.extensions[EXTENSION_KEY] = _State()
         app.cli.add_command(_command_group())
         if app.config["SIMSTORE_ERROR_HANDLERS"]:
@@ -102,21 +103,16 @@ def store_for(app: Flask) -> SimStore:
     if state is None:
         raise RuntimeError("FlaskSimStore.init_app(app) was not called for this application")
     if state.store is None:
-        config = app.config
+        options = _settings(app)
         state.store = SimStore(
-            bind_for(app),
-            namespace=config["SIMSTORE_NAMESPACE"],
-            preset=config["SIMSTORE_PRESET"],
-            keep=config["SIMSTORE_KEEP"],
-            auto_upgrade=config["SIMSTORE_AUTO_UPGRADE"],
-            **store_knobs(
-                config["SIMSTORE_POLICY"],
-                config["SIMSTORE_THRESHOLD"],
-                config["SIMSTORE_MAX_DISTANCE"],
-                "SIMSTORE_{}",
-            ),
+            bind_for(app), auto_upgrade=app.config["SIMSTORE_AUTO_UPGRADE"], **options
         )
+        warn_about_radius(state.store.policy, options.get("max_distance"), "SIMSTORE_{}")
     return state.store
+
+
+def _settings(app: Flask) -> dict[str, Any]:
+    return store_options(lambda knob: app.config.get(f"SIMSTORE_{knob}"), "SIMSTORE_{}")
 
 
 def _command_group() -> click.Group:

@@ -5,8 +5,7 @@ radius, the comparison text it keeps, the MinHash signature and band keys), whic
 its candidates (``is_candidate``: shared band keys, or the SimHash radius) and when a candidate
 is a duplicate (``confirm``, with the measure and score that decided). ``SimStore``, its finder
 and the DB-free ``simstore.policy.batch`` call these methods and never look at a policy's type, so
-the
-store and a batch job cannot disagree.
+the store and a batch job cannot disagree.
 
 - ``MinHashVerification()``, the default: MinHash-LSH band keys find candidates of every text, a
   similarity decides (see its docstring).
@@ -21,11 +20,13 @@ lacks what the policy compares (no signature, no kept text).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import re
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal, NamedTuple
@@ -33,7 +34,7 @@ from typing import Any, ClassVar, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from simstore.errors import InvalidInput, InvalidType
+from simstore.errors import InvalidInput, InvalidType, PolicyMismatch
 from simstore.policy.validate import check_fraction, check_int
 from simstore.results import Match
 from simstore.text import minhash
@@ -205,6 +206,18 @@ class Policy(ABC):
         """The lines a report draws: score thresholds per measure, then the SimHash radii that
         decide by distance alone, each as ``(label, value)``."""
         return {}, (("radius", max_distance),)
+
+    def recipe(self) -> str:
+        """The policy with every parameter, as the canonical, versioned JSON a namespace records
+        (``policy_from_recipe`` makes the policy again)."""
+        name = self.name if POLICIES.get(self.name) is type(self) else _class_path(type(self))
+        params = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return json.dumps(
+            {"policy": name, "recipe": RECIPE_VERSION, "params": params},
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
 
 
 @dataclass(frozen=True)
@@ -594,29 +607,130 @@ DEFAULT_POLICY = MinHashVerification()
 
 
 POLICY_NAMES = ("minhash", "simhash-verified", "simhash")
+POLICIES: dict[str, type[Policy]] = {
+    "minhash": MinHashVerification,
+    "simhash-verified": SimHashVerification,
+    "simhash": SimHashOnly,
+}
+"""The policies by the names the CLI, Flask, Django and recorded recipes use."""
+
+RECIPE_VERSION = 1
+"""The form of ``Policy.recipe``; a recipe of another form is refused, never guessed at."""
+
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def _class_path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def policy_options(name: str) -> dict[str, object]:
+    """The options of policy ``name`` with their defaults: its dataclass fields, the one
+    declaration the CLI (``--policy-option``), Flask and Django settings all read."""
+    cls = _policy_class(name)
+    return {f.name: getattr(cls(), f.name) for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+
+
+def _policy_class(name: str) -> type[Policy]:
+    if name not in POLICIES:
+        raise InvalidInput(f"policy must be one of {', '.join(POLICY_NAMES)}, not {name!r}")
+    return POLICIES[name]
+
+
+def _coerce(policy: str, option: str, value: object, default: object) -> object:
+    """``value`` for an option whose default is ``default``; strings (from a command line or an
+    environment variable) are converted to the option's type."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip().lower()
+    if text in ("none", "null") and option in _OPTIONAL:
+        return None
+    kind = _OPTIONAL.get(option, type(default))
+    try:
+        if kind is bool:
+            if text not in _TRUE + _FALSE:
+                raise ValueError(value)
+            return text in _TRUE
+        if kind is int:
+            return int(text)
+        if kind is float:
+            return float(text)
+    except ValueError:
+        raise InvalidInput(
+            f"policy option {option} of {policy} takes {kind.__name__}, not {value!r}"
+        ) from None
+    return value
+
+
+_OPTIONAL: dict[str, type] = {
+    "cjk_long_threshold": float,
+    "max_replaced": int,
+    "long_radius": int,
+    "long_threshold": float,
+}
+"""Options that may be None, with the type of their other values."""
+
+
+def policy_with(name: str, options: Mapping[str, object] | None = None) -> Policy:
+    """Policy ``name`` with ``options`` (any of ``policy_options(name)``; string values are
+    converted, as a command line or an environment variable gives them)."""
+    cls = _policy_class(name)
+    defaults = policy_options(name)
+    given = dict(options or {})
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        hint = " (it decides by distance: give max_distance)" if name == "simhash" else ""
+        raise InvalidInput(
+            f"the {name} policy has no option {', '.join(unknown)}{hint}; its options: "
+            + ", ".join(f"{option}={default}" for option, default in defaults.items())
+        )
+    converted = {k: _coerce(name, k, v, defaults[k]) for k, v in given.items()}
+    try:
+        return cls(**converted)
+    except TypeError as error:
+        raise InvalidInput(f"bad options for the {name} policy: {error}") from None
 
 
 def policy_from(name: str, *, threshold: float | None = None) -> Policy:
-    """A policy by its name (``POLICY_NAMES``, as the CLI and the Flask and Django settings give
-    it), with ``threshold`` as its similarity threshold: for ``minhash`` both the short texts' exact
-    measure and the long texts' estimate, for ``simhash-verified`` the short texts' measure.
-    ``simhash`` decides by distance alone and takes no threshold (its knob is ``max_distance``)."""
+    """A policy by its name (``POLICY_NAMES``), with ``threshold`` as its short texts' similarity
+    threshold (``policy_with`` takes every option). ``simhash`` decides by distance alone and
+    takes no threshold (its knob is ``max_distance``)."""
     check_fraction("threshold", threshold)
-    if name == "minhash":
-        if threshold is None:
-            return MinHashVerification()
-        return MinHashVerification(threshold=threshold, long_threshold=threshold)
-    if name == "simhash-verified":
-        return (
-            SimHashVerification() if threshold is None else SimHashVerification(threshold=threshold)
+    return policy_with(name, {} if threshold is None else {"threshold": threshold})
+
+
+def recipe_summary(recipe: str | None) -> str:
+    """A recorded recipe in a few words: the policy's name and the options that differ from its
+    defaults (``minhash``, ``minhash threshold=0.7 fold_traditional=true``)."""
+    if recipe is None:
+        return "-"
+    try:
+        data = json.loads(recipe)
+        name, params = data["policy"], data["params"]
+        defaults = policy_options(name)
+    except (ValueError, KeyError, TypeError, InvalidInput):
+        return recipe
+    changed = [
+        f"{option}={json.dumps(value)}"
+        for option, value in sorted(params.items())
+        if defaults.get(option, object()) != value
+    ]
+    return " ".join([name, *changed])
+
+
+def policy_from_recipe(recipe: str) -> Policy:
+    """The policy a namespace recorded (``Policy.recipe``)."""
+    try:
+        data = json.loads(recipe)
+        name, version, params = data["policy"], data["recipe"], dict(data["params"])
+    except (ValueError, KeyError, TypeError):
+        raise PolicyMismatch(f"unreadable policy recipe {recipe!r}") from None
+    if version != RECIPE_VERSION or name not in POLICIES:
+        raise PolicyMismatch(
+            f"the namespace records policy {recipe}, which this simstore cannot make: upgrade "
+            "simstore, or pass the policy explicitly"
         )
-    if name == "simhash":
-        if threshold is not None:
-            raise InvalidInput(
-                "the simhash policy decides by distance: give max_distance, not a threshold"
-            )
-        return SimHashOnly()
-    raise InvalidInput(f"policy must be one of {', '.join(POLICY_NAMES)}, not {name!r}")
+    return policy_with(name, params)
 
 
 def check_policy(policy: object) -> Policy:

@@ -1,8 +1,10 @@
 """Opening a namespace: create it or adopt its recorded recipe, refusing a mismatch clearly.
 
-A namespace records the preset (name, version, parameters), the band layout, the partition length
-and the MinHash scheme its rows were made with. A store asking for another preset or finding
-another scheme is refused (``PresetMismatch``); a database behind the code asks for an upgrade.
+A namespace records the preset (name, version, parameters), the policy with every parameter
+(``Policy.recipe``), the band layout, the partition length and the MinHash scheme its rows were
+made with. A store opened without a preset or a policy adopts the recorded one; a store asking for
+another preset or policy is refused (``PresetMismatch``, ``PolicyMismatch``), as is another
+scheme; a database behind the code asks for an upgrade.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc
 
 from simstore._version import __version__
-from simstore.errors import PresetMismatch, SchemaOutOfDate, SimstoreError
+from simstore.errors import PolicyMismatch, PresetMismatch, SchemaOutOfDate, SimstoreError
+from simstore.policy.verify import DEFAULT_POLICY, Policy, policy_from_recipe
 from simstore.storage import _prepared as prepared
 from simstore.storage import migrate, partitions
 from simstore.storage._connections import Connections
@@ -39,6 +42,7 @@ class Namespace:
     id: int
     name: str
     preset: Preset
+    policy: Policy
     partition_seconds: int
 
 
@@ -62,15 +66,24 @@ def prepare_schema(connections: Connections, auto_upgrade: bool | None) -> None:
 
 
 def open_namespace(
-    connections: Connections, name: str, wanted: str | Preset | None, partition_seconds: int
+    connections: Connections,
+    name: str,
+    wanted: str | Preset | None,
+    partition_seconds: int,
+    policy: Policy | None = None,
 ) -> Namespace:
-    """The namespace ``name``, created with ``wanted`` (or the default preset) when it is new."""
+    """The namespace ``name``, created with ``wanted`` (or the default preset) and ``policy`` (or
+    the default policy) when it is new; an existing one adopts or checks its recorded recipe."""
     requested = None if wanted is None else get_preset(wanted)
     for _attempt in range(3):
         row = _read_namespace(connections, name)
         if row is not None:
             preset = _adopt(row, requested, name, connections.url)
-            return Namespace(int(row.id), name, preset, int(row.partition_seconds))
+            if row.policy is None:  # made by 0.3 with unsigned rows: record the first policy
+                _record_policy(connections, int(row.id), policy or DEFAULT_POLICY)
+                continue
+            adopted = _adopt_policy(row.policy, policy, name, connections.url)
+            return Namespace(int(row.id), name, preset, adopted, int(row.partition_seconds))
         chosen = requested or get_preset("default")
         try:
             with connections.transaction() as conn:
@@ -86,6 +99,7 @@ def open_namespace(
                         created_at=utc_naive(None),
                         unsigned_rows=False,
                         minhash_scheme=minhash.SCHEME,
+                        policy=(policy or DEFAULT_POLICY).recipe(),
                     )
                 )
         except exc.IntegrityError:
@@ -130,6 +144,32 @@ def _adopt(row: Any, requested: Preset | None, name: str, url: str) -> Preset:
             f"namespace {name!r} in {url} holds MinHash signatures of scheme "
             f"{row.minhash_scheme}; simstore {__version__} makes {minhash.SCHEME}, whose band "
             "keys would never meet them"
+        )
+    return requested
+
+
+def _record_policy(connections: Connections, ns_id: int, policy: Policy) -> None:
+    log.warning(
+        "namespace %d records no policy (made by simstore 0.3): recording %s", ns_id, policy
+    )
+    with connections.transaction() as conn:
+        conn.execute(
+            sa.update(namespaces)
+            .where(namespaces.c.id == ns_id, namespaces.c.policy.is_(None))
+            .values(policy=policy.recipe())
+        )
+
+
+def _adopt_policy(recorded: str, requested: Policy | None, name: str, url: str) -> Policy:
+    """The recorded policy when none is requested; the requested one when it is the same."""
+    if requested is None:
+        return policy_from_recipe(recorded)
+    mine = requested.recipe()
+    if mine != recorded:
+        raise PolicyMismatch(
+            f"namespace {name!r} in {url} was made with policy {recorded}; refusing {mine}. "
+            "Open it without a policy to use its own, or give another namespace "
+            "(--namespace NAME, SimStore(namespace=...)) for the new policy"
         )
     return requested
 

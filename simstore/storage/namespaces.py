@@ -39,6 +39,7 @@ class NamespaceInfo:
 
     name: str
     preset: str  # name@version
+    policy: str | None  # the recorded recipe (Policy.recipe); None: made by 0.3, not yet opened
     kept: int
     decisions: int
     created_at: datetime
@@ -85,6 +86,7 @@ def listed(bind: str | URL) -> list[NamespaceInfo]:
         namespaces.c.name,
         namespaces.c.preset_name,
         namespaces.c.preset_version,
+        namespaces.c.policy,
         kept,
         logged,
         namespaces.c.created_at,
@@ -93,8 +95,10 @@ def listed(bind: str | URL) -> list[NamespaceInfo]:
         rows = conn.execute(statement).all()
     return [
         # a kept row is its own decision's record: the decisions are the kept and the logged
-        NamespaceInfo(str(name), f"{preset}@{version}", int(count), int(count) + int(made), created)
-        for name, preset, version, count, made, created in rows
+        NamespaceInfo(
+            str(name), f"{preset}@{version}", policy, int(count), int(count) + int(made), created
+        )
+        for name, preset, version, policy, count, made, created in rows
     ]
 
 

@@ -23,7 +23,6 @@ from simstore.cli._app import (
     Settings,
     main,
     open_store,
-    text_radius,
 )
 from simstore.cli.output import emit, output_file, pairs
 from simstore.errors import InvalidInput
@@ -332,7 +331,7 @@ def _add_records(
     """The shared body of ingest and dedup: add and print the summary; ``_finish`` it after."""
     for path in paths:
         format_of(path, options.format)  # a usage error before anything is opened
-    radius = text_radius(settings, options.max_distance)
+    radius = options.max_distance
     with (
         open_store(settings, create=True, max_distance=radius) as store,
         _progress(settings, paths, meter := Meter()) as progress,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import click
 
@@ -14,7 +15,7 @@ from simstore.storage.db import redact
 @main.group(invoke_without_command=True)
 @click.pass_context
 def namespaces(ctx: click.Context) -> None:
-    """The namespaces of the database: name, preset, kept rows, decisions, created.
+    """The namespaces of the database: name, preset, policy, kept rows, decisions, created.
 
     Without a subcommand (or with 'list') lists them; nothing is written. 'drop NAME --yes'
     deletes one namespace and everything in it.
@@ -26,16 +27,29 @@ def namespaces(ctx: click.Context) -> None:
 @namespaces.command("list")
 @click.pass_obj
 def list_namespaces(settings: Settings) -> None:
-    """List the namespaces with their preset and counts (nothing is written)."""
+    """List the namespaces with their preset, policy and counts (nothing is written)."""
+    from simstore.policy.verify import recipe_summary
     from simstore.storage.namespaces import listed
 
     found = listed(settings.url)
-    data = [dataclasses.asdict(info) | {"created_at": iso(info.created_at)} for info in found]
-    rows = [
-        (info.name, info.preset, f"{info.kept:,}", f"{info.decisions:,}", shown(info.created_at))
+    data = [
+        dataclasses.asdict(info)
+        | {"created_at": iso(info.created_at), "policy": info.policy and json.loads(info.policy)}
         for info in found
     ]
-    text = table(("name", "preset", "kept", "decisions", "created"), rows) if rows else None
+    rows = [
+        (
+            info.name,
+            info.preset,
+            recipe_summary(info.policy),
+            f"{info.kept:,}",
+            f"{info.decisions:,}",
+            shown(info.created_at),
+        )
+        for info in found
+    ]
+    headers = ("name", "preset", "policy", "kept", "decisions", "created")
+    text = table(headers, rows) if rows else None
     emit(settings, data, text or f"no namespaces in {redact(settings.url)}")
 
 

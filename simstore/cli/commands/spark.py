@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from simstore.cli._app import Settings, main
+from simstore.cli._app import Settings, main, requested_policy
 from simstore.cli.output import emit, pairs
 from simstore.errors import InvalidInput
-from simstore.policy.verify import policy_from
+from simstore.policy.verify import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -162,7 +162,7 @@ def dedup_command(
         if order is None:
             frame = frame.withColumn(column, F.monotonically_increasing_id())
         preset = get_preset(settings.preset or "default")
-        policy = policy_from(settings.policy, threshold=settings.threshold)
+        policy = requested_policy(settings) or DEFAULT_POLICY
         result = simspark.dedup(
             frame,
             key=key,

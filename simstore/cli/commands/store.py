@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from simstore.cli._app import Failure, Settings, main, open_store, read_argument, text_radius
+from simstore.cli._app import Failure, Settings, main, open_store, read_argument
 from simstore.cli.output import (
     decision_json,
     emit,
@@ -51,7 +51,7 @@ def query(settings: Settings, text: str, max_distance: int | None, limit: int | 
     the measure and score that confirmed it ('-': the distance decided), its fingerprint and when
     it was added. Nothing is added.
     """
-    radius = text_radius(settings, max_distance)
+    radius = max_distance
     with open_store(settings, max_distance=radius) as store:
         found = store.search(read_argument(text), limit=limit)
     data = {

@@ -3,10 +3,13 @@
 Configuration: an optional ``SIMSTORE`` setting, a dict with any of ``URL`` (default: the Django
 database named by ``DATABASE``, itself ``"default"``, translated to an SQLAlchemy URL),
 ``NAMESPACE``, ``PRESET``, ``KEEP``, ``POLICY`` (``"minhash"``, ``"simhash-verified"`` or
-``"simhash"``: what decides a text, ``simstore.policy.verify.policy_from``), ``THRESHOLD`` (the
-similarity a duplicate must reach; default: the policy's own) and ``MAX_DISTANCE`` (3, the SimHash
-radius: it decides texts only under the SimHash policies; under ``minhash`` only bare fingerprints,
-and setting it logs a warning).
+``"simhash"``; None: the namespace's recorded policy, ``minhash`` for a new one), ``THRESHOLD``
+and ``LONG_THRESHOLD`` (short and long texts' similarity; default: the policy's own),
+``POLICY_OPTIONS`` (any other option: a dict or ``"fold_traditional=true,..."``) and
+``MAX_DISTANCE`` (3, the SimHash radius: it decides texts only under the SimHash policies; under
+``minhash`` only bare fingerprints, and setting it logs a warning), with the meanings of
+``simstore.contrib._knobs``. A system check (``manage.py check``, run by ``runserver`` and
+``migrate``) reports a bad setting by name when the project starts.
 
 Schema: ``manage.py migrate`` creates and upgrades simstore's tables, through a Django migration
 of this app that runs simstore's own alembic upgrade (simstore keeps its own version table, so
@@ -30,7 +33,7 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
 
 from sqlalchemy.engine import URL
 
-from simstore.contrib._knobs import store_knobs
+from simstore.contrib._knobs import store_options, warn_about_radius
 from simstore.errors import InvalidInput
 from simstore.store import SimStore
 
@@ -45,6 +48,12 @@ _stores: dict[str, SimStore] = {}
 
 def _options() -> dict[str, Any]:
     return dict(getattr(settings, "SIMSTORE", {}) or {})
+
+
+def store_settings() -> dict[str, Any]:
+    """``SimStore`` keyword arguments from ``settings.SIMSTORE``, checked (``InvalidInput``)."""
+    options = _options()
+    return store_options(options.get, 'SIMSTORE["{}"]')
 
 
 def configured_alias() -> str:
@@ -83,18 +92,11 @@ def get_store() -> SimStore:
     with _lock:
         store = _stores.get(url)
         if store is None:
-            options = _options()
+            options = store_settings()
             store = _stores[url] = SimStore(
                 url,
-                namespace=options.get("NAMESPACE", "default"),
-                preset=options.get("PRESET"),
-                keep=options.get("KEEP"),
                 auto_upgrade=False,  # manage.py migrate (or simstore db upgrade) owns the schema
-                **store_knobs(
-                    options.get("POLICY"),
-                    options.get("THRESHOLD"),
-                    options.get("MAX_DISTANCE"),
-                    'SIMSTORE["{}"]',
-                ),
+                **options,
             )
+            warn_about_radius(store.policy, options.get("max_distance"), 'SIMSTORE["{}"]')
         return store

@@ -1,0 +1,177 @@
+"""A namespace remembers its whole recipe: the policy and every parameter it was made with.
+
+Opened without a policy a store adopts the recorded one; opened with another it is refused
+(``PolicyMismatch``), through the API on every dialect, the real CLI, Flask and Django.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from simstore.errors import InvalidInput, PolicyMismatch
+from simstore.policy.verify import (
+    MinHashVerification,
+    SimHashOnly,
+    SimHashVerification,
+    policy_from_recipe,
+    policy_with,
+    recipe_summary,
+)
+from simstore.storage.schema import namespaces
+from tests.conftest import StoreFactory
+
+LONG = (
+    "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
+    "north pier between six and nine in the morning, and every half hour for the rest of the day."
+)
+# OpenCC's own t2s conversion of TRADITIONAL gives SIMPLIFIED (checked with opencc.OpenCC("t2s"))
+SIMPLIFIED = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
+TRADITIONAL = "今天天氣很好，我們一起去公園散步，順便看看湖邊新開的花。明天可能下雨，出門記得帶傘。"
+
+
+def test_a_recipe_makes_the_same_policy_again() -> None:
+    for policy in (
+        MinHashVerification(),
+        MinHashVerification(threshold=0.7, fold_traditional=True, max_replaced=None),
+        SimHashVerification(long_threshold=0.9),
+        SimHashOnly(min_features=5),
+    ):
+        assert policy_from_recipe(policy.recipe()) == policy
+    assert recipe_summary(MinHashVerification(threshold=0.7).recipe()) == "minhash threshold=0.7"
+    assert recipe_summary(SimHashOnly().recipe()) == "simhash"
+
+
+def test_options_from_strings_are_converted_and_unknown_ones_refused() -> None:
+    policy = policy_with("minhash", {"threshold": "0.6", "fold_traditional": "true"})
+    assert policy == MinHashVerification(threshold=0.6, fold_traditional=True)
+    assert policy_with("minhash", {"max_replaced": "none"}).max_replaced is None  # type: ignore[attr-defined]
+    with pytest.raises(InvalidInput, match="no option colour"):
+        policy_with("minhash", {"colour": "red"})
+    with pytest.raises(InvalidInput, match="takes float"):
+        policy_with("minhash", {"threshold": "high"})
+    with pytest.raises(InvalidInput, match="takes bool"):
+        policy_with("minhash", {"strip_social": "maybe"})
+
+
+def test_a_namespace_adopts_its_recipe_and_refuses_another(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    made = make_store(policy=MinHashVerification(threshold=0.7))
+    assert made.add(LONG, key="a").inserted
+    namespace = made.namespace
+    with engine.connect() as conn:
+        recorded = conn.execute(
+            sa.select(namespaces.c.policy).where(namespaces.c.name == namespace)
+        ).scalar_one()
+    assert json.loads(recorded)["params"]["threshold"] == 0.7  # plain SQL sees the recipe
+    adopted = make_store()
+    assert adopted.policy == MinHashVerification(threshold=0.7)
+    assert adopted.add(LONG + " Updated.", key="b").duplicate_of is not None
+    for other in (MinHashVerification(), SimHashOnly(), "simhash"):
+        with pytest.raises(PolicyMismatch, match="refusing") as refused:
+            make_store(policy=other)
+        assert "another namespace" in str(refused.value)
+    assert make_store(policy=MinHashVerification(threshold=0.7)).policy.threshold == 0.7  # type: ignore[attr-defined]
+
+
+def cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    database = f"sqlite:///{folder / 'store.db'}"
+    return subprocess.run(
+        [sys.executable, "-m", "simstore.cli", "--db", database, *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
+
+
+def records(path: Path, texts: dict[str, str]) -> Path:
+    lines = [
+        json.dumps({"id": key, "text": text}, ensure_ascii=False) for key, text in texts.items()
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_copies_are_never_silently_kept_whatever_policy_a_later_command_names(
+    tmp_path: Path,
+) -> None:
+    kept = {f"k{i}": f"{LONG} Notice number {i} of the harbour office." for i in range(5)}
+    assert cli(tmp_path, "ingest", str(records(tmp_path / "kept.jsonl", kept))).returncode == 0
+    copies = records(tmp_path / "copies.jsonl", {f"c{i}": t for i, t in enumerate(kept.values())})
+    refused = cli(tmp_path, "--policy", "simhash", "ingest", str(copies))
+    assert refused.returncode == 4, refused.stderr
+    assert refused.stderr.startswith("simstore: error: namespace 'default'"), refused.stderr
+    assert "refusing" in refused.stderr and "another namespace" in refused.stderr
+    query = cli(tmp_path, "--policy", "simhash", "query", kept["k0"])
+    assert query.returncode == 4 and "refusing" in query.stderr
+    summary = json.loads(cli(tmp_path, "--json", "ingest", str(copies)).stdout)  # adopts its own
+    assert (summary["kept"], summary["duplicates"]) == (0, 5)
+    listed = json.loads(cli(tmp_path, "--json", "namespaces").stdout)
+    assert listed[0]["policy"]["policy"] == "minhash"
+
+
+def test_folding_traditional_chinese_works_from_the_command_line(tmp_path: Path) -> None:
+    pytest.importorskip("opencc", reason="the zh extra is not installed")
+    folded = ("--policy-option", "fold_traditional=true")
+    made = cli(tmp_path, *folded, "ingest", str(records(tmp_path / "s.jsonl", {"s": SIMPLIFIED})))
+    assert made.returncode == 0, made.stderr
+    found = json.loads(cli(tmp_path, "--json", "query", TRADITIONAL).stdout)  # adopted: folds
+    assert [match["key"] for match in found["matches"]] == ["s"]
+    unfolded = tmp_path / "plain"
+    unfolded.mkdir()
+    cli(unfolded, "ingest", str(records(unfolded / "s.jsonl", {"s": SIMPLIFIED})))
+    assert json.loads(cli(unfolded, "--json", "query", TRADITIONAL).stdout)["matches"] == []
+    bad = cli(tmp_path, "--policy-option", "fold_traditional", "stats")
+    assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr
+
+
+def test_flask_refuses_bad_settings_when_the_app_starts(tmp_path: Path) -> None:
+    flask = pytest.importorskip("flask", reason="the flask extra is not installed")
+    from simstore.contrib.flask import FlaskSimStore
+
+    for setting, value, said in (
+        ("SIMSTORE_KEEP", "2 days", "SIMSTORE_KEEP"),
+        ("SIMSTORE_POLICY", "bogus", "SIMSTORE_POLICY"),
+        ("SIMSTORE_THRESHOLD", "high", "SIMSTORE_THRESHOLD"),
+        ("SIMSTORE_POLICY_OPTIONS", "colour=red", "SIMSTORE_POLICY_OPTIONS"),
+    ):
+        app = flask.Flask(__name__)
+        app.config.update(SIMSTORE_URL=f"sqlite:///{tmp_path / 'app.db'}", **{setting: value})
+        with pytest.raises(InvalidInput, match=said):
+            FlaskSimStore(app)
+    app = flask.Flask(__name__)
+    app.config.update(
+        SIMSTORE_URL=f"sqlite:///{tmp_path / 'app.db'}",
+        SIMSTORE_THRESHOLD="0.8",  # every environment variable is a string
+        SIMSTORE_POLICY_OPTIONS="fold_traditional=false,strip_social=true",
+    )
+    ext = FlaskSimStore(app)
+    with app.app_context():
+        assert ext.store.policy == MinHashVerification(threshold=0.8, strip_social=True)
+
+
+def test_django_reports_a_bad_setting_in_its_system_check(tmp_path: Path) -> None:
+    pytest.importorskip("django", reason="the django extra is not installed")
+    (tmp_path / "settings.py").write_text(
+        'SECRET_KEY = "test-only"\n'
+        'INSTALLED_APPS = ["simstore.contrib.django"]\n'
+        f'DATABASES = {{"default": {{"ENGINE": "django.db.backends.sqlite3", '
+        f'"NAME": "{tmp_path / "site.db"}"}}}}\n'
+        'SIMSTORE = {"POLICY": "minhash", "THRESHOLD": "0.8", "KEEP": "2 days"}\n'
+    )
+    check = subprocess.run(
+        [sys.executable, "-m", "django", "check", "--settings", "settings"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path) + ":" + ":".join(sys.path)},
+    )
+    assert check.returncode != 0
+    assert "simstore.E001" in check.stderr and 'SIMSTORE["KEEP"]' in check.stderr, check.stderr
