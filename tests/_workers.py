@@ -6,8 +6,8 @@
 - Workloads generated from a seed, so that a child process and the test that checks it build the
   same items.
 - The child processes: soak workers and the purger (multiprocessing targets, started with
-  ``spawn``), and ``python -m tests._workers add-many|purge|readonly ...`` for processes a test
-  kills with SIGKILL or runs as another user.
+  ``spawn``), and ``python -m tests._workers add-many|purge|readonly|upgrade-killed|cli-after-go``
+  for processes a test kills with SIGKILL, runs as another user or starts at one moment.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import random
+import re
 import sys
 import time
 import traceback
@@ -478,10 +479,59 @@ def _readonly(url: str) -> None:
     print(json.dumps(outcome))
 
 
+def _upgrade_killed(url: str, kill_at: str) -> None:
+    """``migrate.upgrade(url)`` that sends itself SIGKILL just before its ``kill_at``-th SQL
+    statement (counted from 1 by SQLAlchemy's ``before_cursor_execute``); ``0`` never kills and
+    prints one JSON line per statement: its number, the alembic step running it, its SQL. The
+    same code on the same rows sends the same statements, so a number names one point."""
+    import signal
+
+    from simstore.storage import migrate
+    from simstore.storage.db import create_engine_for
+
+    step = {"name": "start"}
+
+    class _Steps(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            found = re.match(r"Running upgrade \S* ?-> (\w+)", record.getMessage())
+            if found:
+                step["name"] = found.group(1)
+
+    alembic_log = logging.getLogger("alembic.runtime.migration")
+    alembic_log.addHandler(_Steps())
+    alembic_log.setLevel(logging.INFO)
+    engine = create_engine_for(url)
+    count = {"n": 0}
+    stop = int(kill_at)
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def _count(*args: Any) -> None:
+        count["n"] += 1
+        if count["n"] == stop:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if stop == 0:
+            sql = " ".join(str(args[2]).split())[:120]
+            print(json.dumps({"n": count["n"], "step": step["name"], "sql": sql}), flush=True)
+
+    migrate.upgrade(engine)
+    engine.dispose()
+
+
+def _cli_after_go(*argv: str) -> None:
+    """Print ``ready``, wait for a line on stdin, then run ``simstore *argv`` (its exit code)."""
+    from simstore.cli import main
+
+    print("ready", flush=True)
+    sys.stdin.readline()
+    main(list(argv))
+
+
 COMMANDS: dict[str, Callable[..., None]] = {
     "add-many": _add_many,
     "purge": _purge,
     "readonly": _readonly,
+    "upgrade-killed": _upgrade_killed,
+    "cli-after-go": _cli_after_go,
 }
 
 

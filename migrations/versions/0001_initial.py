@@ -31,6 +31,38 @@ BANDS = ("b0", "b1", "b2", "b3")
 
 
 def upgrade() -> None:
+    """Each table and index is made unless there already (MySQL's DDL commits as it goes, so a
+    killed first upgrade is run again over what it made); the collations are set every time."""
+    tables = _tables()
+    if "simstore_namespaces" not in tables:
+        _create_namespaces()
+    if "simstore_fingerprints" not in tables:
+        _create_fingerprints()
+    made = _indexes("simstore_fingerprints")
+    for band in BANDS:
+        if f"ix_simstore_fingerprints_{band}" not in made:
+            op.create_index(
+                f"ix_simstore_fingerprints_{band}",
+                "simstore_fingerprints",
+                [band, "ns_id", "part", "fp"],
+                postgresql_include=["id"],
+            )
+    if "ix_simstore_fingerprints_part" not in made:
+        op.create_index("ix_simstore_fingerprints_part", "simstore_fingerprints", ["part", "ns_id"])
+    if "simstore_decisions" not in tables:
+        _create_decisions()
+    made = _indexes("simstore_decisions")
+    if "ix_simstore_decisions_part" not in made:
+        op.create_index("ix_simstore_decisions_part", "simstore_decisions", ["part", "ns_id"])
+    if "ix_simstore_decisions_duplicate_of" not in made:
+        op.create_index(
+            "ix_simstore_decisions_duplicate_of", "simstore_decisions", ["duplicate_of", "ns_id"]
+        )
+
+    _compare_keys_byte_for_byte()
+
+
+def _create_namespaces() -> None:
     op.create_table(
         "simstore_namespaces",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -46,6 +78,9 @@ def upgrade() -> None:
         sa.UniqueConstraint("name"),
         **MYSQL_TABLE,
     )
+
+
+def _create_fingerprints() -> None:
     op.create_table(
         "simstore_fingerprints",
         sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
@@ -59,14 +94,9 @@ def upgrade() -> None:
         sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
         **MYSQL_TABLE,
     )
-    for band in BANDS:
-        op.create_index(
-            f"ix_simstore_fingerprints_{band}",
-            "simstore_fingerprints",
-            [band, "ns_id", "part", "fp"],
-            postgresql_include=["id"],
-        )
-    op.create_index("ix_simstore_fingerprints_part", "simstore_fingerprints", ["part", "ns_id"])
+
+
+def _create_decisions() -> None:
     op.create_table(
         "simstore_decisions",
         sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
@@ -83,12 +113,16 @@ def upgrade() -> None:
         sa.UniqueConstraint("key", "ns_id", name="uq_simstore_decisions_key"),
         **MYSQL_TABLE,
     )
-    op.create_index("ix_simstore_decisions_part", "simstore_decisions", ["part", "ns_id"])
-    op.create_index(
-        "ix_simstore_decisions_duplicate_of", "simstore_decisions", ["duplicate_of", "ns_id"]
-    )
 
-    _compare_keys_byte_for_byte()
+
+def _tables() -> set[str]:
+    """The tables already there: on MySQL (DDL not transactional) a killed upgrade runs again."""
+    return set(sa.inspect(op.get_bind()).get_table_names())
+
+
+def _indexes(table: str) -> set[str]:
+    """The indexes already on ``table``: on MySQL a killed upgrade runs again over them."""
+    return {str(index["name"]) for index in sa.inspect(op.get_bind()).get_indexes(table)}
 
 
 def _compare_keys_byte_for_byte() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0002_band_pairs"
@@ -30,14 +31,22 @@ PAIRS = (("b0", "b1"), ("b2", "b3"))
 
 def upgrade() -> None:
     for high, low in PAIRS:
-        # create first: the table is never without an index on its leading band
-        op.create_index(
-            f"ix_simstore_fingerprints_{high}_{low}",
-            TABLE,
-            [high, low, "ns_id", "part", "fp"],
-            postgresql_include=["id"],
-        )
-        op.drop_index(f"ix_simstore_fingerprints_{high}", table_name=TABLE)
+        # create first: the table is never without an index on its leading band; each step is
+        # skipped when done (a killed upgrade on MySQL, whose DDL commits, is run again)
+        if f"ix_simstore_fingerprints_{high}_{low}" not in _indexes(TABLE):
+            op.create_index(
+                f"ix_simstore_fingerprints_{high}_{low}",
+                TABLE,
+                [high, low, "ns_id", "part", "fp"],
+                postgresql_include=["id"],
+            )
+        if f"ix_simstore_fingerprints_{high}" in _indexes(TABLE):
+            op.drop_index(f"ix_simstore_fingerprints_{high}", table_name=TABLE)
+
+
+def _indexes(table: str) -> set[str]:
+    """The indexes already on ``table``: on MySQL a killed upgrade runs again over them."""
+    return {str(index["name"]) for index in sa.inspect(op.get_bind()).get_indexes(table)}
 
 
 def downgrade() -> None:

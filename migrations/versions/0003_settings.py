@@ -21,6 +21,8 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    if "simstore_settings" in _tables():  # made by a killed upgrade on MySQL
+        return
     op.create_table(
         "simstore_settings",
         sa.Column("name", sa.String(64), primary_key=True),
@@ -28,6 +30,11 @@ def upgrade() -> None:
         mysql_charset="utf8mb4",
         mysql_collate="utf8mb4_bin",
     )
+
+
+def _tables() -> set[str]:
+    """The tables already there: on MySQL (DDL not transactional) a killed upgrade runs again."""
+    return set(sa.inspect(op.get_bind()).get_table_names())
 
 
 def downgrade() -> None:

@@ -23,12 +23,26 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.add_column("simstore_fingerprints", sa.Column("signature", sa.LargeBinary, nullable=True))
+    # each step is skipped when done: a killed upgrade on MySQL (DDL commits) is run again
+    if "signature" not in _columns("simstore_fingerprints"):
+        op.add_column(
+            "simstore_fingerprints", sa.Column("signature", sa.LargeBinary, nullable=True)
+        )
     # existing namespaces may hold rows without signatures: true until proven otherwise
-    op.add_column(
-        "simstore_namespaces",
-        sa.Column("unsigned_rows", sa.Boolean, nullable=False, server_default=sa.true()),
-    )
+    if "unsigned_rows" not in _columns("simstore_namespaces"):
+        op.add_column(
+            "simstore_namespaces",
+            sa.Column("unsigned_rows", sa.Boolean, nullable=False, server_default=sa.true()),
+        )
+    inspector = sa.inspect(op.get_bind())
+    if "simstore_minhash" not in inspector.get_table_names():
+        _create_minhash()
+    made = {index["name"] for index in sa.inspect(op.get_bind()).get_indexes("simstore_minhash")}
+    if "ix_simstore_minhash_part" not in made:
+        op.create_index("ix_simstore_minhash_part", "simstore_minhash", ["part", "ns_id", "fp_id"])
+
+
+def _create_minhash() -> None:
     op.create_table(
         "simstore_minhash",
         sa.Column("band_key", sa.BigInteger, nullable=False),
@@ -40,7 +54,11 @@ def upgrade() -> None:
         mysql_charset="utf8mb4",
         mysql_collate="utf8mb4_bin",
     )
-    op.create_index("ix_simstore_minhash_part", "simstore_minhash", ["part", "ns_id", "fp_id"])
+
+
+def _columns(table: str) -> set[str]:
+    """The columns already on ``table``: on MySQL a killed upgrade runs again over them."""
+    return {str(column["name"]) for column in sa.inspect(op.get_bind()).get_columns(table)}
 
 
 def downgrade() -> None:

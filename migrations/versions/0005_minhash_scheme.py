@@ -25,10 +25,14 @@ FIRST_SCHEME = "minhash-c5-96-24x4-v1"
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("simstore_namespaces") as batch:
-        batch.add_column(
-            sa.Column("minhash_scheme", sa.String(64), nullable=False, server_default=FIRST_SCHEME)
-        )
+    columns = sa.inspect(op.get_bind()).get_columns("simstore_namespaces")
+    if "minhash_scheme" not in {column["name"] for column in columns}:  # else a killed upgrade
+        with op.batch_alter_table("simstore_namespaces") as batch:
+            batch.add_column(
+                sa.Column(
+                    "minhash_scheme", sa.String(64), nullable=False, server_default=FIRST_SCHEME
+                )
+            )
     # the default only filled the existing rows: simstore writes the scheme of every new one
     with op.batch_alter_table("simstore_namespaces") as batch:
         batch.alter_column("minhash_scheme", server_default=None, existing_type=sa.String(64))

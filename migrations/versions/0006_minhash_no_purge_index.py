@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006_minhash_no_purge_index"
@@ -24,7 +25,9 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.drop_index("ix_simstore_minhash_part", table_name="simstore_minhash")
+    indexes = sa.inspect(op.get_bind()).get_indexes("simstore_minhash")
+    if "ix_simstore_minhash_part" in {index["name"] for index in indexes}:  # else a killed upgrade
+        op.drop_index("ix_simstore_minhash_part", table_name="simstore_minhash")
 
 
 def downgrade() -> None:

@@ -19,7 +19,9 @@ Other dialects get the column too, as a BLOB that stays NULL.
 
 The conversion reads and rewrites every signed row of the namespaces of the old scheme, in id
 order and batches of ``BATCH`` (about a minute a million rows on SQLite). It cannot be undone: the
-discarded 24 bits of each value are gone, so ``downgrade`` refuses.
+discarded 24 bits of each value are gone, so ``downgrade`` refuses. On MySQL and MariaDB, whose
+DDL is not transactional, the keys are built in a table of their own and swapped in, so that a
+killed upgrade resumes with every key (``_upgrade_in_steps``).
 """
 
 from __future__ import annotations
@@ -81,22 +83,9 @@ def converted(old: list[bytes]) -> tuple[list[bytes], list[list[int]]]:
     return [row.tobytes() for row in small], [sorted(set(row)) for row in keys.tolist()]
 
 
-def upgrade() -> None:
-    bind = op.get_bind()
-    old_namespaces = list(
-        bind.execute(
-            sa.select(namespaces.c.id).where(namespaces.c.minhash_scheme == OLD_SCHEME)
-        ).scalars()
-    )
-    carried = [
-        dict(row._mapping)
-        for row in bind.execute(
-            sa.select(old_minhash).where(old_minhash.c.ns_id.not_in(old_namespaces))
-        )
-    ]
-    op.drop_table("simstore_minhash")
-    minhash = op.create_table(
-        "simstore_minhash",
+def _new_minhash(name: str) -> sa.Table:
+    return op.create_table(
+        name,
         sa.Column("band_key", sa.BigInteger, nullable=False),
         sa.Column("ns_id", sa.Integer, nullable=False),
         sa.Column("fp_id", sa.BigInteger, nullable=False),
@@ -105,6 +94,84 @@ def upgrade() -> None:
         mysql_charset="utf8mb4",
         mysql_collate="utf8mb4_bin",
     )
+
+
+def _old_namespaces(bind: sa.Connection) -> list[int]:
+    query = sa.select(namespaces.c.id).where(namespaces.c.minhash_scheme == OLD_SCHEME)
+    return [int(ns_id) for ns_id in bind.execute(query).scalars()]
+
+
+def _convert_rows(bind: sa.Connection, ns_id: int, keys_into: sa.TableClause | None) -> None:
+    """Convert the namespace's old signatures in place, BATCH rows at a time, writing each batch's
+    band keys into ``keys_into`` (None: into the rows' ``band_keys``, PostgreSQL) in the same
+    transaction. A row converted is one whose signature has the new length: a run killed and
+    started again (MySQL) converts only the rest."""
+    array = postgresql.ARRAY(sa.Integer())
+    last = 0
+    while True:
+        rows = bind.execute(
+            sa.select(fingerprints.c.id, fingerprints.c.signature)
+            .where(
+                fingerprints.c.ns_id == ns_id,
+                fingerprints.c.id > last,
+                fingerprints.c.signature.is_not(None),
+            )
+            .order_by(fingerprints.c.id)
+            .limit(BATCH)
+        ).all()
+        if not rows:
+            return
+        last = rows[-1].id
+        # a signature of another length was never read (simstore ignores it): left as it is
+        signed = [row for row in rows if len(row.signature) == OLD_BYTES]
+        if not signed:
+            continue
+        signatures, keys = converted([bytes(row.signature) for row in signed])
+        new = {"signature": sa.bindparam("new_signature")}
+        if keys_into is None:
+            new["band_keys"] = sa.bindparam("new_keys", type_=array)
+        bind.execute(
+            sa.update(fingerprints).where(fingerprints.c.id == sa.bindparam("row_id")).values(new),
+            [
+                {"row_id": row.id, "new_signature": signature, "new_keys": row_keys}
+                for row, signature, row_keys in zip(signed, signatures, keys, strict=True)
+            ],
+        )
+        if keys_into is not None:
+            bind.execute(
+                sa.insert(keys_into),
+                [
+                    {"band_key": key, "ns_id": ns_id, "fp_id": row.id}
+                    for row, row_keys in zip(signed, keys, strict=True)
+                    for key in row_keys
+                ],
+            )
+
+
+def _rename_schemes(bind: sa.Connection, chosen: list[int]) -> None:
+    if chosen:
+        bind.execute(
+            sa.update(namespaces)
+            .where(namespaces.c.id.in_(chosen))
+            .values(minhash_scheme=NEW_SCHEME)
+        )
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    if bind.dialect.name in ("mysql", "mariadb"):
+        _upgrade_in_steps(bind)
+        return
+    # transactional DDL (SQLite, PostgreSQL): the whole step commits or none of it
+    old_namespaces = _old_namespaces(bind)
+    carried = [
+        dict(row._mapping)
+        for row in bind.execute(
+            sa.select(old_minhash).where(old_minhash.c.ns_id.not_in(old_namespaces))
+        )
+    ]
+    op.drop_table("simstore_minhash")
+    minhash = _new_minhash("simstore_minhash")
     if carried:
         bind.execute(sa.insert(minhash), carried)
     in_row = bind.dialect.name == "postgresql"
@@ -112,51 +179,8 @@ def upgrade() -> None:
     with op.batch_alter_table("simstore_fingerprints") as batch:
         batch.add_column(sa.Column("band_keys", sa.LargeBinary().with_variant(array, "postgresql")))
     for ns_id in old_namespaces:
-        last = 0
-        while True:
-            rows = bind.execute(
-                sa.select(fingerprints.c.id, fingerprints.c.signature)
-                .where(
-                    fingerprints.c.ns_id == ns_id,
-                    fingerprints.c.id > last,
-                    fingerprints.c.signature.is_not(None),
-                )
-                .order_by(fingerprints.c.id)
-                .limit(BATCH)
-            ).all()
-            if not rows:
-                break
-            last = rows[-1].id
-            # a signature of another length was never read (simstore ignores it): left as it is
-            signed = [row for row in rows if len(row.signature) == OLD_BYTES]
-            if not signed:
-                continue
-            signatures, keys = converted([bytes(row.signature) for row in signed])
-            new = {"signature": sa.bindparam("new_signature")}
-            if in_row:
-                new["band_keys"] = sa.bindparam("new_keys", type_=array)
-            bind.execute(
-                sa.update(fingerprints)
-                .where(fingerprints.c.id == sa.bindparam("row_id"))
-                .values(new),
-                [
-                    {"row_id": row.id, "new_signature": signature, "new_keys": row_keys}
-                    for row, signature, row_keys in zip(signed, signatures, keys, strict=True)
-                ],
-            )
-            if in_row:
-                continue
-            bind.execute(
-                sa.insert(minhash),
-                [
-                    {"band_key": key, "ns_id": ns_id, "fp_id": row.id}
-                    for row, row_keys in zip(signed, keys, strict=True)
-                    for key in row_keys
-                ],
-            )
-        bind.execute(
-            sa.update(namespaces).where(namespaces.c.id == ns_id).values(minhash_scheme=NEW_SCHEME)
-        )
+        _convert_rows(bind, ns_id, None if in_row else minhash)
+    _rename_schemes(bind, old_namespaces)
     if in_row:
         op.create_index(
             GIN_INDEX,
@@ -165,6 +189,51 @@ def upgrade() -> None:
             postgresql_using="gin",
             postgresql_with={"fastupdate": "off"},
         )
+
+
+STAGED, RETIRED = "simstore_minhash_new", "simstore_minhash_old"
+
+
+def _upgrade_in_steps(bind: sa.Connection) -> None:
+    """MySQL and MariaDB commit every DDL statement, so a kill -9 can stop this step anywhere and
+    ``db upgrade`` runs it again from the top. It never destroys a key before its replacement is
+    written: the new keys go into ``simstore_minhash_new`` (the other schemes' keys copied as they
+    are, each converted batch's keys in the batch's transaction), one atomic ``RENAME TABLE``
+    swaps it in, and only then are the schemes renamed and the old table dropped. Each stage
+    looks at what is there first (tables, columns, which signatures have the new length)."""
+    inspector = sa.inspect(bind)
+    tables = set(inspector.get_table_names())
+    if "band_keys" not in {c["name"] for c in inspector.get_columns("simstore_fingerprints")}:
+        op.add_column("simstore_fingerprints", sa.Column("band_keys", sa.LargeBinary))
+    old_namespaces = _old_namespaces(bind)
+    swapped = "part" not in {c["name"] for c in inspector.get_columns("simstore_minhash")}
+    if not swapped:
+        staged = (
+            sa.table(STAGED, *(sa.column(name) for name in ("band_key", "ns_id", "fp_id")))
+            if STAGED in tables
+            else _new_minhash(STAGED)
+        )
+        # the other schemes' keys, as they are (copied again in full on a second run)
+        bind.execute(sa.delete(staged).where(staged.c.ns_id.not_in(old_namespaces)))
+        bind.execute(
+            sa.insert(staged).from_select(
+                ["band_key", "ns_id", "fp_id"],
+                sa.select(old_minhash).where(old_minhash.c.ns_id.not_in(old_namespaces)),
+            )
+        )
+        for ns_id in old_namespaces:
+            _convert_rows(bind, ns_id, staged)
+        # commits the rows above, then swaps both names at once
+        op.execute(f"RENAME TABLE simstore_minhash TO {RETIRED}, {STAGED} TO simstore_minhash")
+    else:
+        # swapped by an earlier run, which converted every row first; but a database left by a
+        # kill under simstore 0.x (the table made again and emptied, the revision still 0006)
+        # has its old signatures back: their keys are made again here from them
+        for ns_id in old_namespaces:
+            _convert_rows(bind, ns_id, old_minhash)
+    _rename_schemes(bind, old_namespaces)
+    if RETIRED in set(sa.inspect(bind).get_table_names()):
+        op.drop_table(RETIRED)
 
 
 def downgrade() -> None:

@@ -45,16 +45,20 @@ def _index_name(bands: tuple[str, ...]) -> str:
 
 
 def upgrade() -> None:
-    on_sqlite = op.get_bind().dialect.name == "sqlite"
-    op.add_column(
-        TABLE,
-        sa.Column(
-            COLUMN,
-            sa.Boolean,
-            nullable=False,
-            server_default=sa.true() if on_sqlite else sa.false(),
-        ),
-    )
+    """Every stage is skipped or repeated harmlessly when found done: MySQL commits each DDL
+    statement, so a killed upgrade runs this again from the top."""
+    bind = op.get_bind()
+    on_sqlite = bind.dialect.name == "sqlite"
+    if COLUMN not in {column["name"] for column in sa.inspect(bind).get_columns(TABLE)}:
+        op.add_column(
+            TABLE,
+            sa.Column(
+                COLUMN,
+                sa.Boolean,
+                nullable=False,
+                server_default=sa.true() if on_sqlite else sa.false(),
+            ),
+        )
     if on_sqlite:
         op.execute(
             sa.update(fingerprints)
@@ -62,6 +66,7 @@ def upgrade() -> None:
             .values({COLUMN: False})
         )
     else:
+        # the signed rows keep the false they were added with, also on a second run
         op.execute(
             sa.update(fingerprints).where(fingerprints.c.signature.is_(None)).values({COLUMN: True})
         )
@@ -73,11 +78,18 @@ def upgrade() -> None:
             existing_nullable=False,
         )
     for bands in BANDS:
-        op.drop_index(_index_name(bands), table_name=TABLE)
+        columns = [*bands, "ns_id", "part", "fp", COLUMN]
+        found = {
+            index["name"]: index["column_names"] for index in sa.inspect(bind).get_indexes(TABLE)
+        }
+        if found.get(_index_name(bands)) == columns:
+            continue  # made by an earlier, killed run
+        if _index_name(bands) in found:
+            op.drop_index(_index_name(bands), table_name=TABLE)
         op.create_index(
             _index_name(bands),
             TABLE,
-            [*bands, "ns_id", "part", "fp", COLUMN],
+            columns,
             postgresql_include=["id"],
             sqlite_where=sa.text(f"{COLUMN} = 1"),
             postgresql_where=sa.text(COLUMN),

@@ -1,6 +1,8 @@
 """Schema migrations: simstore runs its own alembic scripts, with a version table of its own.
 
-``upgrade(bind)`` brings a database to the packaged head; ``current(bind)`` names its revision;
+``upgrade(bind)`` brings a database to the packaged head under a server-wide lock (PostgreSQL's
+``pg_advisory_xact_lock``, MySQL's ``GET_LOCK``, SQLite's ``BEGIN IMMEDIATE``), so that processes
+upgrading one database at once take turns and all succeed; ``current(bind)`` names its revision;
 ``status(bind)`` says whether it is at head and, when not, what to run; ``check(bind)`` raises
 SchemaOutOfDate (naming the command to run) unless it is at head. The CLI, the Flask commands
 and the Django management command all show a ``Status`` the same way.
@@ -13,12 +15,15 @@ table (after the dialect's own has-table probe), not an alembic ``MigrationConte
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from alembic.config import Config
 from alembic.script import ScriptDirectory
+from sqlalchemy import exc
 from sqlalchemy.engine import URL, Connection
 
 from simstore.errors import SchemaOutOfDate
@@ -101,23 +106,83 @@ def _owns(bind: object) -> bool:
 
 
 def upgrade(bind: object, revision: str = "heads") -> str:
-    """Run the migrations up to ``revision`` (default: the newest); returns the revision reached."""
+    """Run the migrations up to ``revision`` (default: the newest); returns the revision reached.
+
+    A database at a revision this simstore does not know (made by a newer one) is refused with
+    SchemaOutOfDate saying so: the code, not the database, needs upgrading.
+    """
     from alembic import command
 
     with connection_for(bind) as connection, translate_errors(connection.engine.url):
         config = _config(connection)
-        if _owns(bind):
-            if connection.dialect.name == "sqlite":
-                # processes opening a new file at once: one migrates, the others wait, then no-op
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
+        with _upgrade_lock(connection, owned=_owns(bind)):
+            _refuse_newer(connection, bind)
             command.upgrade(config, revision)
-            connection.commit()
-        else:
-            command.upgrade(config, revision)
-        reached = _read_revision(connection)
-        if _owns(bind):
-            connection.rollback()
+            if _owns(bind):
+                connection.commit()
+            reached = _read_revision(connection)
+            if _owns(bind):
+                connection.rollback()
     return reached or ""
+
+
+UPGRADE_LOCK_KEY = 0x73696D73746F7265  # "simstore": PostgreSQL's advisory locks are per database
+
+
+@contextlib.contextmanager
+def _upgrade_lock(connection: Connection, *, owned: bool) -> Iterator[None]:
+    """Hold the database's upgrade lock: one process migrates, the others wait, then find it done.
+
+    PostgreSQL's transaction-level advisory lock ends with the upgrade's transaction. MySQL's
+    GET_LOCK belongs to the session (named after the database: it is server-wide); it is taken
+    and its transaction ended before alembic begins, so that alembic still commits each revision
+    on its own there (MySQL's DDL commits anyway). SQLite's BEGIN IMMEDIATE takes the file's
+    write lock.
+    """
+    name = connection.dialect.name
+    if name == "postgresql":
+        connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({UPGRADE_LOCK_KEY})")
+        yield
+        return
+    if name == "sqlite":
+        if owned:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        yield
+        return
+    if name not in ("mysql", "mariadb"):
+        yield
+        return
+    lock = f"simstore_upgrade:{connection.engine.url.database or ''}"[:64]
+    # GET_LOCK answers 0 when its wait ends without the lock: wait again
+    while connection.exec_driver_sql("SELECT GET_LOCK(%s, 3600)", (lock,)).scalar() != 1:
+        pass
+    if owned:
+        connection.commit()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(exc.SQLAlchemyError):
+            if owned and connection.in_transaction():
+                connection.rollback()
+            connection.exec_driver_sql("SELECT RELEASE_LOCK(%s)", (lock,))
+            if owned:
+                connection.commit()
+
+
+def _refuse_newer(connection: Connection, bind: object) -> None:
+    """Raise SchemaOutOfDate when the database is at a revision this simstore does not ship."""
+    at = _read_revision(connection)
+    if at is not None and at not in _revisions(migrations_dir())[1]:
+        url = redact(bind if isinstance(bind, (str, URL)) else connection.engine.url)
+        raise SchemaOutOfDate(_newer_message(url, at))
+
+
+def _newer_message(url: str, at: str) -> str:
+    return (
+        f"database {url} is at revision {at}, newer than this simstore (its newest is {head()}): "
+        "the code is older than the database; upgrade simstore (pip install -U simstore) "
+        "instead of the database"
+    )
 
 
 def upgrade_command(url: str) -> str:
@@ -155,11 +220,10 @@ def status(bind: object) -> Status:
     newest = head()
     if at == newest:
         return Status(url, at, newest, None)
-    if at is None:
-        state = "has no simstore schema yet"
-    else:
-        known = _revisions(migrations_dir())[1]
-        state = f"is at revision {at}" + ("" if at in known else " (newer than this simstore)")
+    known = _revisions(migrations_dir())[1]
+    if at is not None and at not in known:
+        return Status(url, at, newest, _newer_message(url, at))
+    state = "has no simstore schema yet" if at is None else f"is at revision {at}"
     error = (
         f"database {url} {state}; simstore {newest} needs it upgraded: run {upgrade_command(url)}"
     )
