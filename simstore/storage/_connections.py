@@ -13,17 +13,17 @@ rollback). A connection the server dropped fails its first statement; ``read`` r
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy import event, exc
+from sqlalchemy import exc
 from sqlalchemy.engine import URL, Connection, Engine
 
 from simstore.errors import DatabaseUnavailable, SimstoreError
+from simstore.storage._checkpoint import Checkpointer
 from simstore.storage.db import configure_sessions, redact, resolve_bind, translate_errors
 from simstore.storage.schema import namespaces
 
@@ -40,59 +40,6 @@ def _sqlite_file(engine: Engine) -> str | None:
     ):
         return None
     return database
-
-
-class _Checkpointer:
-    """Checkpoints a SQLite file's write-ahead log in a thread of its own, off the commits.
-
-    SQLite checkpoints inside the commit that takes the log past 1,000 pages, syncing the log and
-    the file there: every ~35th add of a text waited ~10 ms for it (the add p99; seen with strace).
-    Here a PASSIVE checkpoint (it waits for no reader or writer) runs whenever the log has grown
-    past ``LOG_BYTES``, and the store's connections checkpoint in their commit only past
-    ``SAFETY_PAGES``: under writes too sustained for a background checkpoint to catch up (it
-    backfills only the frames that were there when it began), the log still stays bounded.
-    """
-
-    INTERVAL_S = 0.1
-    LOG_BYTES = 4 << 20  # SQLite's own threshold: 1,000 pages of 4 KiB
-    SAFETY_PAGES = 10_000
-
-    def __init__(self, engine: Engine, path: str) -> None:
-        self._path = path
-        self._log = Path(path + "-wal")
-        self._stopping = threading.Event()
-        event.listen(engine, "connect", self._later_automatic_checkpoint)
-        self._thread = threading.Thread(target=self._run, name="simstore-checkpoint", daemon=True)
-        self._thread.start()
-
-    @classmethod
-    def _later_automatic_checkpoint(cls, dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(f"PRAGMA wal_autocheckpoint={cls.SAFETY_PAGES}")
-        finally:
-            cursor.close()
-
-    def _run(self) -> None:
-        connection: sqlite3.Connection | None = None
-        try:
-            while not self._stopping.wait(self.INTERVAL_S):
-                try:
-                    if self._log.stat().st_size < self.LOG_BYTES:
-                        continue
-                    if connection is None:
-                        connection = sqlite3.connect(self._path, timeout=0)
-                    # fetched, so that no statement of this connection pins the log
-                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except (OSError, sqlite3.Error):
-                    continue  # no log yet, or busy: the next round tries again
-        finally:
-            if connection is not None:
-                connection.close()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._thread.join(timeout=5)
 
 
 def _start_pysqlite_transaction(conn: Connection) -> None:
@@ -115,17 +62,19 @@ class Connections:
     def __init__(self, bind: object) -> None:
         self._engine, self._connection = resolve_bind(bind)
         self.owns_engine = isinstance(bind, (str, URL))
-        self._kept = threading.local()
         self.engine: Engine = (
             self._connection.engine if self._connection is not None else self._engine  # type: ignore[assignment]
         )
         self.dialect = self.engine.dialect.name
         self.url = redact(self.engine.url)
+        self._kept = threading.local()
+        self._all_kept: weakref.WeakSet[Connection] = weakref.WeakSet()  # every thread's, to close
+        self._closed = False
         self._reader: Engine | None = None  # servers, engine of simstore's own: for lookups
-        self._checkpointer: _Checkpointer | None = None
+        self._detach_checkpointer: Callable[[], None] | None = None
         path = _sqlite_file(self.engine)
         if self.owns_engine and path is not None:
-            self._checkpointer = _Checkpointer(self.engine, path)
+            self._detach_checkpointer = Checkpointer.attach(self.engine, path)
         if self.owns_engine and self.dialect != "sqlite":
             self._reader = configure_sessions(
                 sa.create_engine(
@@ -233,6 +182,7 @@ class Connections:
         if kept is None or kept.closed or kept.invalidated:
             with translate_errors(self.engine.url):
                 kept = self._kept.connection = self.engine.connect()
+            self._all_kept.add(kept)
         return kept
 
     def current_kept(self) -> Connection | None:
@@ -248,14 +198,18 @@ class Connections:
             kept.close()
 
     def close(self) -> None:
-        """Release this thread's kept connection and the engine simstore made for a URL."""
-        kept = self.current_kept()
-        if kept is not None:
-            self._kept.connection = None
-            kept.close()
+        """Release every thread's kept connection, the engines simstore made for a URL and the
+        file's checkpointer (once; also what a store dropped without ``close`` gets)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._kept.connection = None  # this thread's
+        for kept in list(self._all_kept):
+            with contextlib.suppress(Exception):  # a connection the server dropped, say
+                kept.close()
         if self.owns_engine:
             self.engine.dispose()
         if self._reader is not None:
             self._reader.dispose()
-        if self._checkpointer is not None:
-            self._checkpointer.stop()
+        if self._detach_checkpointer is not None:
+            self._detach_checkpointer()
