@@ -8,6 +8,8 @@ engine of simstore's own, queries go through a second engine in autocommit that 
 connection on checkout nor rolls it back on return: a query is then its lookup statements and
 nothing else (it was about six round trips: ping, isolation set and reset, lookup, COMMIT,
 rollback). A connection the server dropped fails its first statement; ``read`` retries once.
+An in-memory SQLite database is one connection that every thread shares, one transaction or read
+at a time (``_turn_of``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from types import SimpleNamespace
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import exc
@@ -40,6 +43,29 @@ def _sqlite_file(engine: Engine) -> str | None:
     ):
         return None
     return database
+
+
+_turns: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
+_turns_guard = threading.Lock()
+
+
+def _turn_of(engine: Engine) -> threading.RLock | None:
+    """The lock that serialises every transaction and read on an in-memory SQLite engine (one per
+    engine, shared by all its stores); None for any other engine.
+
+    Such an engine has one connection (``StaticPool``) that every thread uses: two transactions
+    interleaved on it would commit each other's halves (adds reported kept but never stored, two
+    near-duplicates both kept, a ``SystemError`` out of pysqlite's commit).
+    """
+    database = engine.url.database or ""
+    memory = database in ("", ":memory:") or "mode=memory" in database or ":memory:" in database
+    if engine.dialect.name != "sqlite" or not memory:
+        return None
+    with _turns_guard:
+        turn = _turns.get(engine)
+        if turn is None:
+            turn = _turns[engine] = threading.RLock()
+        return turn
 
 
 def _start_pysqlite_transaction(conn: Connection) -> None:
@@ -67,7 +93,10 @@ class Connections:
         )
         self.dialect = self.engine.dialect.name
         self.url = redact(self.engine.url)
-        self._kept = threading.local()
+        turn = _turn_of(self.engine) if self._connection is None else None
+        self._turn: contextlib.AbstractContextManager[Any] = turn or contextlib.nullcontext()
+        # in memory: one kept connection for all threads (taken in turn), else one per thread
+        self._kept: Any = threading.local() if turn is None else SimpleNamespace(connection=None)
         self._all_kept: weakref.WeakSet[Connection] = weakref.WeakSet()  # every thread's, to close
         self._closed = False
         self._reader: Engine | None = None  # servers, engine of simstore's own: for lookups
@@ -92,10 +121,15 @@ class Connections:
     def caller_connection(self) -> Connection | None:
         return self._connection
 
+    def in_turn(self) -> contextlib.AbstractContextManager[Any]:
+        """Hold the engine's turn (in-memory SQLite; else nothing) around work that uses
+        ``target`` or ``kept`` directly, as ``transaction`` and ``reading`` do for theirs."""
+        return self._turn
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
         """A transaction of simstore's own, or a savepoint inside the caller's."""
-        with translate_errors(self.engine.url):
+        with self._turn, translate_errors(self.engine.url):
             if self._connection is not None:
                 conn = self._connection
                 if conn.in_transaction() and self.dialect == "sqlite":
@@ -129,7 +163,7 @@ class Connections:
         cost time.
         """
         if self._connection is None and self.dialect == "sqlite":
-            with translate_errors(self.engine.url), self.engine.connect() as conn:
+            with self._turn, translate_errors(self.engine.url), self.engine.connect() as conn:
                 yield conn
             return
         with self.transaction() as conn:
@@ -158,17 +192,18 @@ class Connections:
             with translate_errors(self.engine.url), self._reader.connect() as conn:
                 yield conn
             return
-        kept = self.kept()
-        if kept is None:
-            with self.reading() as conn:
-                yield conn
-            return
-        with translate_errors(self.engine.url):
-            try:
-                yield kept
-            except BaseException as error:
-                self._retire_after(kept, error)
-                raise
+        with self._turn:
+            kept = self.kept()
+            if kept is None:
+                with self.reading() as conn:
+                    yield conn
+                return
+            with translate_errors(self.engine.url):
+                try:
+                    yield kept
+                except BaseException as error:
+                    self._retire_after(kept, error)
+                    raise
 
     def kept(self) -> Connection | None:
         """On a SQLite engine of simstore's own, this thread's kept connection (else None).
@@ -203,7 +238,7 @@ class Connections:
         if self._closed:
             return
         self._closed = True
-        self._kept.connection = None  # this thread's
+        self._kept.connection = None  # this thread's (or the in-memory one)
         for kept in list(self._all_kept):
             with contextlib.suppress(Exception):  # a connection the server dropped, say
                 kept.close()
