@@ -102,8 +102,12 @@ def test_an_idle_store_wakes_no_thread(tmp_path: Path) -> None:
     store.add(TEXT.format(1), key="1")
     (checkpointer,) = set(threading.enumerate()) - before_open
     assert checkpointer.native_id is not None
-    time.sleep(0.3)  # not a limit: lets the wake of the add above run its course
     before = _switches(checkpointer.native_id)
+    for _ in range(20):  # not a limit: lets the wake of the add above run its course
+        time.sleep(0.1)
+        settled, before = before, _switches(checkpointer.native_id)
+        if settled == before:
+            break
     time.sleep(0.5)  # a thread polling every 100 ms would run ~5 times in here
     assert _switches(checkpointer.native_id) == before
     store.add(TEXT.format(2), key="2")  # a commit wakes it again
