@@ -114,3 +114,17 @@ def test_an_idle_store_wakes_no_thread(tmp_path: Path) -> None:
     while _switches(checkpointer.native_id) == before:
         time.sleep(0.01)
     store.close()
+
+
+def test_server_stores_dropped_without_close_leave_no_connection_open(
+    server_url: str, no_collector: None
+) -> None:
+    SimStore(server_url).close()  # imports, driver caches and the namespace before the baseline
+    threads, files = threading.active_count(), open_files()
+    for n in range(15):
+        store = SimStore(server_url)
+        use(store, n)  # its writer engine and its autocommit reader each hold a connection
+        alive = weakref.ref(store)
+        del store
+        assert alive() is None, "a reference cycle keeps a dropped store alive"
+        assert (threading.active_count(), open_files()) == (threads, files), f"store {n}"
