@@ -33,7 +33,9 @@ class Checkpointer:
     LOG_BYTES = 4 << 20  # SQLite's own threshold: 1,000 pages of 4 KiB
     SAFETY_PAGES = 10_000
 
-    _guard: ClassVar[threading.Lock] = threading.Lock()
+    # reentrant: a garbage collection inside ``attach`` may finalize a dropped store, whose
+    # ``detach`` then runs in the same thread
+    _guard: ClassVar[threading.RLock] = threading.RLock()
     _running: ClassVar[dict[str, Checkpointer]] = {}  # real path -> its checkpointer
 
     def __init__(self, path: str) -> None:
@@ -128,7 +130,7 @@ class Checkpointer:
 
 def _forget_in_child() -> None:
     """A forked child has none of its parent's threads: its stores start their own."""
-    Checkpointer._guard = threading.Lock()
+    Checkpointer._guard = threading.RLock()
     Checkpointer._running = {}
 
 
