@@ -40,6 +40,7 @@ SUITES: dict[str, dict[str, tuple[str, str]]] = {
         "tail": ("bench_tail", "the slowest queries of two checkouts on one filled window"),
         "footprint": ("bench_footprint", "bytes a kept text, by table and index, any database"),
         "purge": ("bench_purge", "dropping a PostgreSQL partition against batched deletes"),
+        "soak-stores": ("soak_stores", "10,000 stores opened, used, dropped: threads, files, RSS"),
     },
     "detection quality": {
         "dataset": ("quality.dataset", "build the labelled pairs from Debian and PyPI text"),

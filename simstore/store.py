@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 import warnings
+import weakref
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -133,31 +134,41 @@ class SimStore:
         min_features: Any = _UNSET,
     ) -> None:
         self._connections = Connections(bind)
-        self.url = self._connections.url
-        self.namespace = check_name("namespace", namespace, MAX_NAMESPACE_LENGTH)
-        self.max_distance = check_radius(max_distance)
-        self.keep = None if keep is None else parse_duration(keep)
-        requested = _resolve_policy(policy, verification, min_features)
-        partition_length = parse_duration(partition)
-        if partition_length < timedelta(minutes=1):
-            raise InvalidInput("partition must be at least one minute (partition numbers are INT)")
-        if lookup not in LOOKUPS:
-            raise InvalidInput(f"lookup must be one of {', '.join(LOOKUPS)}, got {lookup!r}")
-        prepare_schema(self._connections, auto_upgrade)
-        opened = open_namespace(
-            self._connections,
-            namespace,
-            preset,
-            max(int(partition_length.total_seconds()), 1),
-            requested,
-        )
-        self.preset = opened.preset
-        self.policy = opened.policy
-        self.partition_seconds = opened.partition_seconds
-        self.ns_id = opened.id
-        warn_about_partitions(self._connections, namespace, self.keep)
-        self._finder = Finder(opened.id, self.keep, opened.partition_seconds, lookup, namespace)
-        self._writer = Writer(opened.id, self.keep, opened.partition_seconds, self._finder)
+        # a store dropped without close() releases its connections, engine and checkpointer too
+        # (the finalizer holds the connections, never the store: no cycle keeps a store alive)
+        self._release = weakref.finalize(self, self._connections.close)
+        self._release.atexit = False
+        try:
+            self.url = self._connections.url
+            self.namespace = check_name("namespace", namespace, MAX_NAMESPACE_LENGTH)
+            self.max_distance = check_radius(max_distance)
+            self.keep = None if keep is None else parse_duration(keep)
+            requested = _resolve_policy(policy, verification, min_features)
+            partition_length = parse_duration(partition)
+            if partition_length < timedelta(minutes=1):
+                raise InvalidInput(
+                    "partition must be at least one minute (partition numbers are INT)"
+                )
+            if lookup not in LOOKUPS:
+                raise InvalidInput(f"lookup must be one of {', '.join(LOOKUPS)}, got {lookup!r}")
+            prepare_schema(self._connections, auto_upgrade)
+            opened = open_namespace(
+                self._connections,
+                namespace,
+                preset,
+                max(int(partition_length.total_seconds()), 1),
+                requested,
+            )
+            self.preset = opened.preset
+            self.policy = opened.policy
+            self.partition_seconds = opened.partition_seconds
+            self.ns_id = opened.id
+            warn_about_partitions(self._connections, namespace, self.keep)
+            self._finder = Finder(opened.id, self.keep, opened.partition_seconds, lookup, namespace)
+            self._writer = Writer(opened.id, self.keep, opened.partition_seconds, self._finder)
+        except BaseException:
+            self._release()
+            raise
 
     @property
     def engine(self) -> Engine:
@@ -184,8 +195,9 @@ class SimStore:
         return self.policy
 
     def close(self) -> None:
-        """Release the engine simstore made for a URL (a caller's engine is left alone)."""
-        self._connections.close()
+        """Release the engine simstore made for a URL (a caller's engine is left alone); a store
+        that is no longer referenced is released the same way without it."""
+        self._release()
 
     def __enter__(self) -> SimStore:
         return self

@@ -8,22 +8,25 @@ engine of simstore's own, queries go through a second engine in autocommit that 
 connection on checkout nor rolls it back on return: a query is then its lookup statements and
 nothing else (it was about six round trips: ping, isolation set and reset, lookup, COMMIT,
 rollback). A connection the server dropped fails its first statement; ``read`` retries once.
+An in-memory SQLite database is one connection that every thread shares, one transaction or read
+at a time (``_turn_of``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy import event, exc
+from sqlalchemy import exc
 from sqlalchemy.engine import URL, Connection, Engine
 
 from simstore.errors import DatabaseUnavailable, SimstoreError
+from simstore.storage._checkpoint import Checkpointer
 from simstore.storage.db import configure_sessions, redact, resolve_bind, translate_errors
 from simstore.storage.schema import namespaces
 
@@ -42,57 +45,27 @@ def _sqlite_file(engine: Engine) -> str | None:
     return database
 
 
-class _Checkpointer:
-    """Checkpoints a SQLite file's write-ahead log in a thread of its own, off the commits.
+_turns: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
+_turns_guard = threading.Lock()
 
-    SQLite checkpoints inside the commit that takes the log past 1,000 pages, syncing the log and
-    the file there: every ~35th add of a text waited ~10 ms for it (the add p99; seen with strace).
-    Here a PASSIVE checkpoint (it waits for no reader or writer) runs whenever the log has grown
-    past ``LOG_BYTES``, and the store's connections checkpoint in their commit only past
-    ``SAFETY_PAGES``: under writes too sustained for a background checkpoint to catch up (it
-    backfills only the frames that were there when it began), the log still stays bounded.
+
+def _turn_of(engine: Engine) -> threading.RLock | None:
+    """The lock that serialises every transaction and read on an in-memory SQLite engine (one per
+    engine, shared by all its stores); None for any other engine.
+
+    Such an engine has one connection (``StaticPool``) that every thread uses: two transactions
+    interleaved on it would commit each other's halves (adds reported kept but never stored, two
+    near-duplicates both kept, a ``SystemError`` out of pysqlite's commit).
     """
-
-    INTERVAL_S = 0.1
-    LOG_BYTES = 4 << 20  # SQLite's own threshold: 1,000 pages of 4 KiB
-    SAFETY_PAGES = 10_000
-
-    def __init__(self, engine: Engine, path: str) -> None:
-        self._path = path
-        self._log = Path(path + "-wal")
-        self._stopping = threading.Event()
-        event.listen(engine, "connect", self._later_automatic_checkpoint)
-        self._thread = threading.Thread(target=self._run, name="simstore-checkpoint", daemon=True)
-        self._thread.start()
-
-    @classmethod
-    def _later_automatic_checkpoint(cls, dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(f"PRAGMA wal_autocheckpoint={cls.SAFETY_PAGES}")
-        finally:
-            cursor.close()
-
-    def _run(self) -> None:
-        connection: sqlite3.Connection | None = None
-        try:
-            while not self._stopping.wait(self.INTERVAL_S):
-                try:
-                    if self._log.stat().st_size < self.LOG_BYTES:
-                        continue
-                    if connection is None:
-                        connection = sqlite3.connect(self._path, timeout=0)
-                    # fetched, so that no statement of this connection pins the log
-                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except (OSError, sqlite3.Error):
-                    continue  # no log yet, or busy: the next round tries again
-        finally:
-            if connection is not None:
-                connection.close()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._thread.join(timeout=5)
+    database = engine.url.database or ""
+    memory = database in ("", ":memory:") or "mode=memory" in database or ":memory:" in database
+    if engine.dialect.name != "sqlite" or not memory:
+        return None
+    with _turns_guard:
+        turn = _turns.get(engine)
+        if turn is None:
+            turn = _turns[engine] = threading.RLock()
+        return turn
 
 
 def _start_pysqlite_transaction(conn: Connection) -> None:
@@ -115,17 +88,22 @@ class Connections:
     def __init__(self, bind: object) -> None:
         self._engine, self._connection = resolve_bind(bind)
         self.owns_engine = isinstance(bind, (str, URL))
-        self._kept = threading.local()
         self.engine: Engine = (
             self._connection.engine if self._connection is not None else self._engine  # type: ignore[assignment]
         )
         self.dialect = self.engine.dialect.name
         self.url = redact(self.engine.url)
+        turn = _turn_of(self.engine) if self._connection is None else None
+        self._turn: contextlib.AbstractContextManager[Any] = turn or contextlib.nullcontext()
+        # in memory: one kept connection for all threads (taken in turn), else one per thread
+        self._kept: Any = threading.local() if turn is None else SimpleNamespace(connection=None)
+        self._all_kept: weakref.WeakSet[Connection] = weakref.WeakSet()  # every thread's, to close
+        self._closed = False
         self._reader: Engine | None = None  # servers, engine of simstore's own: for lookups
-        self._checkpointer: _Checkpointer | None = None
+        self._detach_checkpointer: Callable[[], None] | None = None
         path = _sqlite_file(self.engine)
         if self.owns_engine and path is not None:
-            self._checkpointer = _Checkpointer(self.engine, path)
+            self._detach_checkpointer = Checkpointer.attach(self.engine, path)
         if self.owns_engine and self.dialect != "sqlite":
             self._reader = configure_sessions(
                 sa.create_engine(
@@ -143,10 +121,15 @@ class Connections:
     def caller_connection(self) -> Connection | None:
         return self._connection
 
+    def in_turn(self) -> contextlib.AbstractContextManager[Any]:
+        """Hold the engine's turn (in-memory SQLite; else nothing) around work that uses
+        ``target`` or ``kept`` directly, as ``transaction`` and ``reading`` do for theirs."""
+        return self._turn
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
         """A transaction of simstore's own, or a savepoint inside the caller's."""
-        with translate_errors(self.engine.url):
+        with self._turn, translate_errors(self.engine.url):
             if self._connection is not None:
                 conn = self._connection
                 if conn.in_transaction() and self.dialect == "sqlite":
@@ -180,7 +163,7 @@ class Connections:
         cost time.
         """
         if self._connection is None and self.dialect == "sqlite":
-            with translate_errors(self.engine.url), self.engine.connect() as conn:
+            with self._turn, translate_errors(self.engine.url), self.engine.connect() as conn:
                 yield conn
             return
         with self.transaction() as conn:
@@ -209,17 +192,18 @@ class Connections:
             with translate_errors(self.engine.url), self._reader.connect() as conn:
                 yield conn
             return
-        kept = self.kept()
-        if kept is None:
-            with self.reading() as conn:
-                yield conn
-            return
-        with translate_errors(self.engine.url):
-            try:
-                yield kept
-            except BaseException as error:
-                self._retire_after(kept, error)
-                raise
+        with self._turn:
+            kept = self.kept()
+            if kept is None:
+                with self.reading() as conn:
+                    yield conn
+                return
+            with translate_errors(self.engine.url):
+                try:
+                    yield kept
+                except BaseException as error:
+                    self._retire_after(kept, error)
+                    raise
 
     def kept(self) -> Connection | None:
         """On a SQLite engine of simstore's own, this thread's kept connection (else None).
@@ -233,6 +217,7 @@ class Connections:
         if kept is None or kept.closed or kept.invalidated:
             with translate_errors(self.engine.url):
                 kept = self._kept.connection = self.engine.connect()
+            self._all_kept.add(kept)
         return kept
 
     def current_kept(self) -> Connection | None:
@@ -248,14 +233,18 @@ class Connections:
             kept.close()
 
     def close(self) -> None:
-        """Release this thread's kept connection and the engine simstore made for a URL."""
-        kept = self.current_kept()
-        if kept is not None:
-            self._kept.connection = None
-            kept.close()
+        """Release every thread's kept connection, the engines simstore made for a URL and the
+        file's checkpointer (once; also what a store dropped without ``close`` gets)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._kept.connection = None  # this thread's (or the in-memory one)
+        for kept in list(self._all_kept):
+            with contextlib.suppress(Exception):  # a connection the server dropped, say
+                kept.close()
         if self.owns_engine:
             self.engine.dispose()
         if self._reader is not None:
             self._reader.dispose()
-        if self._checkpointer is not None:
-            self._checkpointer.stop()
+        if self._detach_checkpointer is not None:
+            self._detach_checkpointer()

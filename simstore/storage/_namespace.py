@@ -48,6 +48,11 @@ class Namespace:
 
 def prepare_schema(connections: Connections, auto_upgrade: bool | None) -> None:
     """Check the schema; upgrade it when asked (by default: SQLite files are upgraded on open)."""
+    with connections.in_turn():
+        _prepare_schema(connections, auto_upgrade)
+
+
+def _prepare_schema(connections: Connections, auto_upgrade: bool | None) -> None:
     upgrade = connections.dialect == "sqlite" if auto_upgrade is None else auto_upgrade
     # on SQLite this thread's kept connection, which the namespace read reuses (one connection
     # opened, not two), left without a transaction for simstore's own to begin
