@@ -258,14 +258,22 @@ def test_gzip_and_parquet_inputs(cli: Cli) -> None:
     assert wrong.returncode == 4 and "no 'text' column" in wrong.stderr
 
 
-def test_stdin_needs_a_format(cli: Cli) -> None:
+def test_stdin_is_json_lines_unless_a_format_is_given(cli: Cli) -> None:
     result = cli("--json", "ingest", "--format", "lines", "-", stdin=f"{LONG_TEXT}\nsecond\n")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["kept"] == 2
     assert decisions(cli) == {text_key(LONG_TEXT): None, text_key("second"): None}
-    guess = cli("ingest", "-", stdin="x\n")
-    assert guess.returncode == 2
-    assert "give --format" in guess.stderr
+    line = json.dumps({"id": "j1", "text": "a third record, read from stdin as JSON"})
+    assert cli.json("ingest", "-", stdin=line + "\n")["kept"] == 1
+    not_json = cli(
+        "ingest", "-", stdin="x\n"
+    )  # a bad record, said with its line, not a usage error
+    assert not_json.returncode == 1 and "<stdin>:1" in not_json.stderr, not_json.stderr
+    unknown = cli("ingest", "--bogus", "-", stdin="x\n")  # a usage error is one line too
+    assert unknown.returncode == 2
+    assert unknown.stderr == (
+        "simstore: error: No such option '--bogus'. (see 'simstore ingest --help')\n"
+    ), unknown.stderr
 
 
 def test_records_without_a_key_are_keyed_by_their_text_whatever_the_path(cli: Cli) -> None:
@@ -787,3 +795,16 @@ def test_every_command_appears_in_the_readme() -> None:
     section = _command_line_section() or ""
     missing = [path for path in command_paths() if not re.search(rf"\b{path}\b", section)]
     assert not missing, f"commands missing from README's 'Command line' section: {missing}"
+
+
+def test_urls_a_newcomer_types_get_a_message_that_says_what_to_write(cli: Cli) -> None:
+    calls = [
+        ("--db", "postgres://root@127.0.0.1/test", "stats"),
+        ("--db", "notaurl", "stats"),
+        ("--db", "sqlite://", "ingest", "-"),
+    ]
+    said = ["write postgresql+psycopg://", "write e.g. sqlite:///", "in-memory database"]
+    for args, result, words in zip(calls, cli.many(*calls, stdin="{}\n"), said, strict=True):
+        assert result.returncode == 4, (args, result.stderr)
+        assert result.stderr.startswith("simstore: error: ") and words in result.stderr, args
+    assert not (cli.folder / "store.db").exists()

@@ -66,6 +66,12 @@ class DatabaseFailure(Failure):
     exit_code = 3
 
 
+class UsageFailure(Failure):
+    """A usage error of a command (unknown option, missing argument): exit 2."""
+
+    exit_code = 2
+
+
 class InputFailure(Failure):
     """Invalid input: a text, key, preset, distance or duration simstore refuses."""
 
@@ -140,6 +146,12 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return self._invoke(ctx)
+        except click.UsageError as error:
+            # one line like every other error, with where to look, instead of click's three
+            where = error.ctx.command_path if error.ctx is not None else "simstore"
+            message = f"{error.format_message()} (see '{where} --help')"
+            json_error(ctx, message, error.exit_code)
+            raise UsageFailure(message) from error
         except click.ClickException as error:
             json_error(ctx, error.format_message(), error.exit_code)
             raise
@@ -324,16 +336,18 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
     schema; every other command opens an existing namespace and writes nothing it was not asked
     to (an unknown namespace is an error, not a new empty one).
     """
-    from simstore.policy.validate import MAX_NAMESPACE_LENGTH, check_name
-    from simstore.storage.namespaces import existing
+    from simstore.policy.validate import MAX_NAMESPACE_LENGTH, check_name, check_radius
+    from simstore.storage.namespaces import existing, missing_sqlite_file
     from simstore.storage.retention import parse_duration
     from simstore.store import SimStore
     from simstore.text.presets import get_preset
 
     given = {name: value for name, value in options.items() if value is not None}
-    from simstore.policy.validate import check_radius
-    from simstore.storage.namespaces import missing_sqlite_file
-
+    if _in_memory(settings.url):
+        raise InvalidInput(
+            f"{settings.url} is an in-memory database: it ends with this command, so nothing "
+            "would be kept; give a file (sqlite:///simstore.db) or a server"
+        )
     if given.get("max_distance") is not None:
         check_radius(given["max_distance"])  # bad input first
     policy = requested_policy(settings)
@@ -354,6 +368,20 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
     ) as store:
         check_text_radius(store.policy, given.get("max_distance"))  # the adopted policy's rule
         yield store
+
+
+def _in_memory(url: str) -> bool:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return False  # SimStore says what is wrong with it
+    database = parsed.database or ""
+    return parsed.get_backend_name() == "sqlite" and (
+        database in ("", ":memory:") or "mode=memory" in database or database.startswith(":memory")
+    )
 
 
 def read_argument(value: str) -> str:

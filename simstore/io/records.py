@@ -97,7 +97,8 @@ def format_of(path: str, given: str | None) -> str:
     """The --format, else a guess from the file name, ``.gz`` aside (usage error when there is
     none)."""
     name = Path(path[:-3] if gzipped(path) else path)
-    guessed = given or (None if path == "-" else _FORMAT_OF_SUFFIX.get(name.suffix.lower()))
+    # stdin has no name: JSON lines, the format the rest of simstore writes, unless told
+    guessed = given or ("jsonl" if path == "-" else _FORMAT_OF_SUFFIX.get(name.suffix.lower()))
     if guessed is None:
         shown = "stdin" if path == "-" else repr(path)
         raise click.UsageError(

@@ -25,7 +25,7 @@ from simstore.policy.verify import DEFAULT_POLICY, Policy, policy_from_recipe
 from simstore.storage import _prepared as prepared
 from simstore.storage import migrate, partitions
 from simstore.storage._connections import Connections
-from simstore.storage.retention import utc_naive
+from simstore.storage.retention import format_duration, utc_naive
 from simstore.storage.schema import namespaces
 from simstore.text import minhash
 from simstore.text.presets import Preset, get_preset
@@ -189,6 +189,6 @@ def warn_about_partitions(connections: Connections, namespace: str, keep: timede
         log.warning(
             "namespace %r keeps %s, but the database's partitions are dropped after %s",
             namespace,
-            keep or "everything",
-            layout.keep,
+            "everything" if keep is None else format_duration(keep),
+            format_duration(layout.keep),
         )

@@ -148,7 +148,10 @@ def create_engine_for(url: str | URL) -> Engine:
     try:
         parsed = make_url(url) if isinstance(url, str) else url
     except exc.ArgumentError as error:
-        raise InvalidInput(f"not a database URL: {redact(url)}") from error
+        raise InvalidInput(
+            f"not a database URL: {redact(url)} (write e.g. sqlite:///simstore.db, "
+            "postgresql+psycopg://user@host/db or mysql+pymysql://user@host/db)"
+        ) from error
     if isinstance(url, str) and _with_stray_at(url) is not None:
         raise InvalidInput(
             f"{redact(url)} holds more than one '@': write an '@' inside the user name, password "
@@ -178,6 +181,11 @@ def create_engine_for(url: str | URL) -> Engine:
     try:
         engine = sa.create_engine(parsed, **kwargs)
     except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as error:
+        if parsed.drivername.split("+")[0] == "postgres":
+            raise InvalidInput(
+                f"{redact(parsed)}: SQLAlchemy names PostgreSQL 'postgresql': write "
+                "postgresql+psycopg://..."
+            ) from error
         raise DatabaseUnavailable(
             f"cannot use {redact(parsed)}: {scrub(str(error), parsed)}{_driver_hint(error)}"
         ) from error

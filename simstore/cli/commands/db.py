@@ -105,6 +105,7 @@ def partition(settings: Settings, interval: str, keep: str) -> None:
     drops whole partitions instead of deleting rows.
     """
     from simstore.storage import partitions
+    from simstore.storage.retention import format_duration
 
     layout = partitions.enable(settings.url, interval=interval, keep=keep)
     made = partitions.partition_names(settings.url, "simstore_fingerprints")
@@ -115,7 +116,8 @@ def partition(settings: Settings, interval: str, keep: str) -> None:
         "first_boundary": layout.first_boundary.isoformat(),
         "partitions": made,
     }
-    lines = [f"{data['db']}: partitioned by {layout.interval}, keep {layout.keep}"]
+    shown = f"{format_duration(layout.interval)}, keep {format_duration(layout.keep)}"
+    lines = [f"{data['db']}: partitioned by {shown}"]
     lines += [f"  {name}" for name in made]
     emit(settings, data, "\n".join(lines))
 
