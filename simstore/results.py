@@ -131,3 +131,38 @@ class Search:
     @property
     def hex(self) -> str:
         return to_hex(self.fingerprint)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One candidate as the policy judged it: matched or refused, and why (``explain``).
+
+    ``measure``/``score``/``threshold``: the measure that decided, the pair's score and the bar
+    it had to reach (``"distance"``: the SimHash distance against the radius, where lower
+    passes); ``reason`` says it in words: ``"duplicate"``, ``"score under the threshold"``,
+    ``"look-alike: ..."``, ``"outside the retention window"``.
+    """
+
+    key: str
+    fingerprint: int
+    distance: int
+    added_at: datetime
+    measure: str
+    score: float
+    threshold: float
+    reason: str
+    matched: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "added_at", _aware(self.added_at))
+
+    @property
+    def hex(self) -> str:
+        return to_hex(self.fingerprint)
+
+    @property
+    def margin(self) -> float:
+        """How far the score stood from its bar (0: on it; a distance counts per bit)."""
+        if self.measure == "distance":
+            return abs(self.score - self.threshold) / 64
+        return abs(self.score - self.threshold)

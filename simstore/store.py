@@ -47,15 +47,16 @@ from simstore.policy.validate import (
     check_radius,
 )
 from simstore.policy.verify import DEFAULT_POLICY, Item, Policy, SimHashOnly, check_policy
-from simstore.results import Decision, Match, Purged, Search, Stats
+from simstore.results import Decision, Judged, Match, Purged, Search, Stats
 from simstore.storage import maintenance
 from simstore.storage._connections import Connections
 from simstore.storage._finder import LOOKUPS, Finder, Rule
 from simstore.storage._namespace import open_namespace, prepare_schema, warn_about_partitions
 from simstore.storage._writer import Writer
 from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
-from simstore.storage.retention import parse_duration, utc_naive
+from simstore.storage.retention import parse_duration, utc_aware, utc_naive
 from simstore.storage.schema import decisions, fingerprints
+from simstore.text import minhash
 from simstore.text.encoding import from_signed
 from simstore.text.presets import Preset
 
@@ -68,6 +69,16 @@ ANALYZE_BATCH_ROWS = 1_000  # add_many batches at least this big may refresh Pos
 DEFAULT_VERIFICATION = DEFAULT_POLICY  # the name before 0.3
 _UNSET: Any = object()
 __all__ = ["BatchFailed", "Decision", "Match", "Search", "SimStore", "Stats"]
+
+
+def _kept_item(key: str, row: Any, max_distance: int) -> Item:
+    """The planned item a kept row stands for: its fingerprint, kept text and signature."""
+    item = Item(key, from_signed(int(row.fp)), None, max_distance, text=row.text, planned=True)
+    if row.signature is not None:
+        item.signature = bytes(row.signature)
+        keys = minhash.band_keys(minhash.from_bytes(item.signature)[None, :]).tolist()[0]
+        item.band_keys = tuple(sorted(set(keys)))
+    return item
 
 
 def _resolve_policy(
@@ -437,6 +448,34 @@ class SimStore:
                 return None
             item = Item(checked, from_signed(int(row.fp)), None, 0)
             return self._writer.replay(conn, row, item)
+
+    def near_misses(self, key: str, *, limit: int = 3) -> list[Judged]:
+        """Why kept ``key`` was kept: the candidates it had when it was added (rows kept before
+        it), as the policy judges them, nearest its bars first (``Judged``: measure, score,
+        threshold and reason; a row outside the retention window says so). Reads only.
+
+        A long text's own text is not kept, so its candidates are judged by their signatures,
+        as when it was added; whether it was mostly Chinese or Japanese (which picks the long
+        threshold) is not kept either, and is taken as no."""
+        checked = check_key(key)
+        check_int("limit", limit, lowest=1)
+        with self._connections.reading() as conn:
+            row = conn.execute(
+                sa.select(
+                    fingerprints.c.fp,
+                    fingerprints.c.text,
+                    fingerprints.c.signature,
+                    fingerprints.c.added_at,
+                ).where(fingerprints.c.ns_id == self.ns_id, fingerprints.c.key == checked)
+            ).first()
+            self._require_namespace(conn)
+            if row is None:
+                raise InvalidInput(f"{checked!r} is not a kept key of namespace {self.namespace!r}")
+            item = _kept_item(checked, row, self.max_distance)
+            judged = self._finder.judged(conn, item, row.added_at, self._rule())
+        earlier = [j for j in judged if j.key != checked and j.added_at <= utc_aware(row.added_at)]
+        earlier.sort(key=lambda j: (j.matched, j.margin, j.key))
+        return earlier[:limit]
 
     def remove(self, key: str) -> bool:
         """Forget ``key`` (its kept row and its decision); True if there was anything to remove."""

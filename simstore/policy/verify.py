@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from simstore.errors import InvalidInput, InvalidType, PolicyMismatch
 from simstore.policy.validate import check_fraction, check_int
-from simstore.results import Match
+from simstore.results import Judged, Match
 from simstore.text import minhash
 from simstore.text._algorithms import default_normalise, default_normalise_many
 from simstore.text.encoding import bands
@@ -122,6 +122,28 @@ def _check_measure(measure: object) -> None:
         raise InvalidInput(f"measure must be one of {MEASURES}, not {measure!r}")
 
 
+def _judged(
+    kept: Kept,
+    distance: int,
+    measure: str,
+    score: float,
+    threshold: float,
+    reason: str,
+    matched: bool = True,
+) -> Judged:
+    return Judged(
+        kept.key,
+        kept.fingerprint,
+        distance,
+        kept.added_at,
+        measure,
+        round(score, 6),
+        threshold,
+        reason,
+        matched,
+    )
+
+
 def _by_distance(item: Item, kept: Kept, distance: int, radius: int) -> Match | None:
     return (
         Match(kept.key, kept.fingerprint, distance, kept.added_at) if distance <= radius else None
@@ -193,6 +215,16 @@ class Policy(ABC):
     ) -> list[Match | None]:
         """``confirm`` over aligned pairs (``items[i]`` against ``kept[i]``)."""
         return [self.confirm(a, b, max_distance) for a, b in zip(items, kept, strict=True)]
+
+    def judge(self, item: Item, kept: Kept, max_distance: int) -> Judged:
+        """``confirm`` with its reasons, for people (``SimStore.near_misses``): the verdict is
+        ``confirm``'s own; the measure, score, bar and reason say why."""
+        match = self.confirm(item, kept, max_distance)
+        distance = (kept.fingerprint ^ item.fingerprint).bit_count()
+        if match is not None and match.measure is not None and match.score is not None:
+            return _judged(kept, distance, match.measure, match.score, match.score, "duplicate")
+        reason = "duplicate" if match else f"more than {item.radius} bits apart"
+        return _judged(kept, distance, "distance", distance, item.radius, reason, match is not None)
 
     @abstractmethod
     def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
@@ -304,6 +336,17 @@ class SimHashVerification(Policy):
         return Match(
             kept.key, kept.fingerprint, distance, kept.added_at, self.measure, round(score, 6)
         )
+
+    def judge(self, item: Item, kept: Kept, max_distance: int) -> Judged:
+        judged = super().judge(item, kept, max_distance)
+        distance = judged.distance
+        if judged.matched or distance > item.radius or item.threshold is None:
+            return judged
+        if kept.text is None or item.text is None:
+            return judged  # the distance decided, at the store's radius
+        score = self.score(item.text, kept.text)
+        reason = "score under the threshold"
+        return _judged(kept, distance, self.measure, score, item.threshold, reason, False)
 
     def describe(self, max_distance: int) -> str:
         return (
@@ -513,6 +556,33 @@ class MinHashVerification(Policy):
         if self.numbers_matter and numbers:
             return True
         return self.max_replaced is not None and places > self.max_replaced
+
+    def judge(self, item: Item, kept: Kept, max_distance: int) -> Judged:
+        judged = super().judge(item, kept, max_distance)
+        if item.signature is None or kept.signature is None or not item.planned:
+            return judged  # decided by distance alone
+        distance, estimate = judged.distance, minhash.estimate(item.signature, kept.signature)
+        if item.text is None or kept.text is None:
+            least = self.long_threshold
+            if item.mostly_cjk and self.cjk_long_threshold is not None:
+                least = self.cjk_long_threshold
+            reason = "duplicate" if judged.matched else "estimate under the threshold"
+            return _judged(kept, distance, "minhash", estimate, least, reason, judged.matched)
+        score = self.score(item.text, kept.text)
+        if judged.matched:
+            reason = "duplicate"
+        elif estimate < self.prefilter:
+            return _judged(
+                kept, distance, "minhash", estimate, self.prefilter, "estimate under the prefilter"
+            )
+        elif score < self.threshold:
+            reason = "score under the threshold"
+        else:
+            places, numbers = replacements(item.text, kept.text)
+            reason = f"look-alike: {places} replaced word(s)" + (
+                ", numbers differ" if numbers else ""
+            )
+        return _judged(kept, distance, self.measure, score, self.threshold, reason, judged.matched)
 
     def describe(self, max_distance: int) -> str:
         cjk = "" if self.cjk_long_threshold is None else f" ({self.cjk_long_threshold} in CJK)"

@@ -9,6 +9,7 @@ matches when it lies inside the retention window and passes the item's policy (`
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -23,7 +24,7 @@ from sqlalchemy.engine import Connection
 from simstore.policy._match import EXACT_BAND_RADIUS, near_pairs
 from simstore.policy.probes import PAIR_MAX_RADIUS, band_values, pair_plan, prefers_pairs
 from simstore.policy.verify import Item, Kept, Policy
-from simstore.results import Match, sort_matches
+from simstore.results import Judged, Match, sort_matches
 from simstore.storage import _prepared as prepared
 from simstore.storage.locking import require_namespace
 from simstore.storage.retention import partition_of, window_start
@@ -237,11 +238,45 @@ class Finder:
     def _find_one(
         self, conn: Connection, item: Item, moment: datetime, rule: Rule, fresh: bool
     ) -> list[Match]:
-        """``find`` for one item (every query, every single add), with no batch bookkeeping.
+        """``find`` for one item (every query, every single add), with no batch bookkeeping."""
+        near, keyed, details = self._candidates_one(
+            conn, item, self._window_params(moment), rule, fresh
+        )
+        if not details:
+            return []
+        return self._matches(item, moment, near, keyed, details, rule)
 
-        Most band candidates of a single item are far from it: they are dropped as they are read.
-        """
-        params = self._window_params(moment)
+    def judged(self, conn: Connection, item: Item, moment: datetime, rule: Rule) -> list[Judged]:
+        """Every candidate of one item as the policy judges it at ``moment`` (``explain``), those
+        outside the retention window included and said to be (no write, no lock)."""
+        near, keyed, details = self._candidates_one(conn, item, {"ns": self.ns_id}, rule, False)
+        start = window_start(moment, self.keep)
+        found = []
+        for row_id in near | keyed:
+            kept = details.get(row_id)
+            if kept is None or (
+                row_id not in keyed and not rule.policy.by_radius(item, kept.signature)
+            ):
+                continue
+            judged = rule.policy.judge(item, kept, rule.max_distance)
+            if start is not None and kept.added_at < start:
+                judged = dataclasses.replace(
+                    judged, matched=False, reason="outside the retention window"
+                )
+            found.append(judged)
+        return found
+
+    def _candidates_one(
+        self,
+        conn: Connection,
+        item: Item,
+        params: Mapping[str, Any],
+        rule: Rule,
+        fresh: bool,
+    ) -> tuple[set[int], set[int], dict[int, Kept]]:
+        """One item's candidate ids by SimHash (``near``) and by band keys (``keyed``) and
+        their rows. Most band candidates of a single item are far from it: they are dropped as
+        they are read."""
         near: set[int] = set()
         if self._searches_bands(conn, [item], fresh):
             if self.uses_pairs(conn, item.radius):
@@ -266,9 +301,7 @@ class Finder:
             keyed, details = self._sharing_keys(conn, item, params, rule.policy)
         if near - keyed:
             details.update(self._row_details(conn, near - keyed))
-        if not details:
-            return []
-        return self._matches(item, moment, near, keyed, details, rule)
+        return near, keyed, details
 
     def _matches(
         self,

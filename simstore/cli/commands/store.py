@@ -26,7 +26,7 @@ from simstore.storage.db import redact
 from simstore.text.encoding import to_hex
 
 if TYPE_CHECKING:
-    from simstore.results import Decision
+    from simstore.results import Decision, Judged
 
 TEXTS_NOT_STORED = (
     "not stored: simstore keeps the normalised text of short texts only (and never of a text "
@@ -67,6 +67,25 @@ def query(settings: Settings, text: str, max_distance: int | None, limit: int | 
     headers = ("key", "distance", "measure", "score", "fingerprint", "added_at")
     found_text = table(headers, rows) if rows else f"no match for {found.hex}"
     emit(settings, data, f"policy: {found.policy}\n{found_text}")
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.3f}"
+
+
+def judged_json(judged: Judged) -> dict[str, Any]:
+    """A candidate the policy judged, as ``explain --json`` shows it."""
+    return {
+        "key": judged.key,
+        "fingerprint": judged.hex,
+        "distance": judged.distance,
+        "added_at": iso(judged.added_at),
+        "measure": judged.measure,
+        "score": judged.score,
+        "threshold": judged.threshold,
+        "reason": judged.reason,
+        "matched": judged.matched,
+    }
 
 
 def _score(score: float | None) -> str:
@@ -142,8 +161,26 @@ def explain(settings: Settings, key: str) -> None:
     decision, texts, match = looked.decision, looked.texts, looked.decision.duplicate_of
     data = looked.json() | {"texts": texts, "texts_note": TEXTS_NOT_STORED}
     rows = {"key": decision.key, "decision": looked.verdict()}
+    if match is not None:
+        rows["decided by"] = (
+            f"{match.measure} similarity {match.score:.3f}"
+            if match.measure is not None and match.score is not None
+            else f"SimHash distance {match.distance} alone"
+        )
     if decision.inserted:
         rows["why"] = "no kept text was near enough, by the policy, when it was added"
+        with open_store(settings) as store:
+            refused = store.near_misses(key)
+            rows["policy"] = store.policy.describe(store.max_distance)
+        data["near_misses"] = [judged_json(judged) for judged in refused]
+        for rank, judged in enumerate(refused, 1):
+            rows[f"nearest refused {rank}"] = (
+                f"{judged.key} ({judged.reason}: {judged.measure} {_number(judged.score)}, "
+                f"needs {'<=' if judged.measure == 'distance' else '>='} "
+                f"{_number(judged.threshold)}; added {shown(judged.added_at)})"
+            )
+        if not refused:
+            rows["nearest refused"] = "none: no kept text shared a band key or the radius with it"
     rows["fingerprint"] = f"{decision.hex}  ({decision.key})"
     if match is not None:
         xor = decision.fingerprint ^ match.fingerprint
@@ -153,8 +190,6 @@ def explain(settings: Settings, key: str) -> None:
         rows["matched"] = f"{match.hex}  ({match.key}, added {shown(match.added_at)})"
         rows["xor"] = to_hex(xor)
         rows["differing bits"] = f"{', '.join(map(str, bits))} (bands {bands})" if bits else "none"
-        if match.measure is not None:
-            rows["confirmed by"] = f"{match.measure} similarity {match.score:.3f}"
     for text_key, text in texts.items():
         rows[f"text of {text_key}"] = TEXTS_NOT_STORED if text is None else text
     emit(settings, data, pairs(rows))

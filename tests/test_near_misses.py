@@ -1,0 +1,68 @@
+"""Why a text was kept: its nearest refused candidates, from the API on every dialect and from
+``simstore explain`` (a real subprocess). Expected reasons follow the default policy's documented
+rule: short texts (< 300 normalised characters) are compared by 3-gram Jaccard >= 0.55, and a
+number replaced by another makes a look-alike, not a duplicate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from simstore.text.similarity import jaccard
+from tests.conftest import StoreFactory
+
+NOTICE = "The library on Elm Street opens at 9 tomorrow, with the new reading room upstairs."
+OTHER_HOUR = NOTICE.replace("9", "11")  # a look-alike: the number differs
+SHORTER = "The library on Elm Street opens tomorrow."  # shares words, under the threshold
+T0 = datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc)
+
+
+def test_a_kept_look_alike_names_the_text_it_was_not_merged_with(make_store: StoreFactory) -> None:
+    store = make_store()
+    assert store.add(NOTICE, key="nine", at=T0).inserted
+    assert store.add(SHORTER, key="short", at=T0 + timedelta(minutes=1)).inserted
+    assert store.add(OTHER_HOUR, key="eleven", at=T0 + timedelta(minutes=2)).inserted
+    refused = store.near_misses("eleven")
+    by_key = {judged.key: judged for judged in refused}
+    assert "nine" in by_key and not by_key["nine"].matched
+    nine = by_key["nine"]
+    assert nine.measure == "jaccard" and nine.threshold == 0.55
+    # the score is the documented measure of the two normalised texts (computed here directly)
+    assert abs(nine.score - jaccard(NOTICE, OTHER_HOUR, n=3)) < 1e-6 and nine.score >= 0.55
+    assert nine.reason.startswith("look-alike") and "numbers differ" in nine.reason
+    assert refused[0].key == "nine"  # the nearest its bar comes first
+    # the text kept first had no earlier candidate: nothing to name
+    assert store.near_misses("nine") == []
+
+
+def test_a_candidate_outside_the_window_is_said_to_be(make_store: StoreFactory) -> None:
+    store = make_store(keep="1d")
+    assert store.add(NOTICE, key="old", at=T0).inserted
+    assert store.add(NOTICE + " Welcome!", key="new", at=T0 + timedelta(days=3)).inserted
+    [old] = store.near_misses("new")
+    assert (old.key, old.matched, old.reason) == ("old", False, "outside the retention window")
+
+
+def test_explain_of_a_kept_key_names_its_nearest_refused_candidate(tmp_path: Path) -> None:
+    records = tmp_path / "in.jsonl"
+    lines = [{"id": "nine", "text": NOTICE}, {"id": "eleven", "text": OTHER_HOUR}]
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    db = ("--db", f"sqlite:///{tmp_path / 'store.db'}")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "simstore.cli", *db, *args]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+
+    assert cli("ingest", str(records)).returncode == 0
+    shown = cli("explain", "eleven")
+    assert shown.returncode == 0, shown.stderr
+    assert "nearest refused 1  nine (look-alike" in shown.stdout, shown.stdout
+    data = json.loads(cli("--json", "explain", "eleven").stdout)
+    [near] = data["near_misses"]
+    assert (near["key"], near["matched"], near["measure"]) == ("nine", False, "jaccard")
+    before = (tmp_path / "store.db").stat().st_mtime_ns
+    cli("explain", "eleven")
+    assert (tmp_path / "store.db").stat().st_mtime_ns == before  # explaining writes nothing
