@@ -66,3 +66,13 @@ def test_explain_of_a_kept_key_names_its_nearest_refused_candidate(tmp_path: Pat
     before = (tmp_path / "store.db").stat().st_mtime_ns
     cli("explain", "eleven")
     assert (tmp_path / "store.db").stat().st_mtime_ns == before  # explaining writes nothing
+
+
+def test_the_report_shows_the_refused_side_of_the_threshold(make_store: StoreFactory) -> None:
+    store = make_store()
+    store.add(NOTICE, key="nine", at=T0)
+    store.add(OTHER_HOUR, key="eleven", at=T0 + timedelta(minutes=2))
+    html = store.report()
+    refused = html[html.index('id="refused"') :]
+    assert "<code>eleven</code> kept apart from <code>nine</code>" in refused
+    assert "look-alike" in refused and "numbers differ" in refused

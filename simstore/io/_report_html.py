@@ -23,6 +23,7 @@ from simstore.io._report_model import (
     Cluster,
     Histogram,
     Near,
+    Refused,
     Report,
 )
 
@@ -31,6 +32,7 @@ SECTIONS = (
     ("scores", "Scores and distances"),
     ("clusters", "Biggest clusters"),
     ("nearest", "Nearest the threshold"),
+    ("refused", "Refused near the threshold"),
     ("stored", "What the store keeps"),
 )
 """The page's sections: (id, title), in order."""
@@ -199,6 +201,7 @@ def _score_chart(histogram: Histogram) -> str:
             f"{b / SCORE_BINS:.2f}-{(b + 1) / SCORE_BINS:.2f}: {count:,}",
         )
         for b, count in sorted(histogram.counts.items())
+        if b < SCORE_BINS  # exact copies (1.0) would dwarf every other bar: counted apart
     ]
     step = 0.05 if 1.0 - low <= 0.5 else 0.1
     ticks = tuple(
@@ -207,7 +210,9 @@ def _score_chart(histogram: Histogram) -> str:
     )
     marks = [(t.value, f"{t.label} {t.value:g}") for t in histogram.thresholds]
     title = f"{histogram.measure} score of {histogram.total:,} duplicates"
-    return _figure(_svg(bars, _Axis(low, 1.0, ticks), marks, title), title)
+    exact = histogram.counts.get(SCORE_BINS, 0)
+    caption = f"{title}; {exact:,} of them at 1.0 (exact copies), counted here and not drawn"
+    return _figure(_svg(bars, _Axis(low, 1.0, ticks), marks, title), caption if exact else title)
 
 
 def _distance_chart(histogram: Histogram) -> str:
@@ -438,6 +443,48 @@ def _nearest(report: Report) -> str:
     return note + "".join(_pair(report, near) for near in report.nearest)
 
 
+def _refused_pair(report: Report, refused: Refused) -> str:
+    unit = refused.measure == DISTANCE_MEASURE
+    bar = f"<= {refused.threshold:g} bits" if unit else f">= {refused.threshold:g}"
+    head = (
+        f'<div class="head"><b><code>{_e(refused.key)}</code> kept apart from '
+        f"<code>{_e(refused.candidate)}</code></b>"
+        f"<span>{_e(refused.measure)} {_e(_number(refused.score))}</span>"
+        f'<span class="outside">{_e(refused.reason)} (needs {_e(bar)})</span>'
+        f"<code>{_e(report.explain_command(refused.key))}</code></div>"
+    )
+    if refused.kept_text is not None and refused.new_text is not None:
+        left, right = diff(_clip(refused.kept_text) or "", _clip(refused.new_text) or "")
+    else:
+        left = (
+            _e(refused.kept_text)
+            if refused.kept_text
+            else f'<span class="note">{_e(NOT_KEPT_LONG)}</span>'
+        )
+        right = (
+            _e(refused.new_text)
+            if refused.new_text
+            else f'<span class="note">{_e(NOT_KEPT_LONG)}</span>'
+        )
+    sides = _side(f"kept earlier: {refused.candidate}", left) + _side(f"kept: {refused.key}", right)
+    return f'<div class="pair">{head}<div class="sides">{sides}</div></div>'
+
+
+def _refused(report: Report) -> str:
+    if not report.refused:
+        return (
+            f'<p class="note">None of the latest {report.probed:,} kept texts had a candidate '
+            "that the policy refused.</p>"
+        )
+    note = (
+        f'<p class="note">The other side of the thresholds: of the latest {report.probed:,} kept '
+        f"texts, the {len(report.refused):,} whose nearest candidate was refused closest to a "
+        "threshold, with the reason (a score under it, a look-alike, outside the window). A "
+        "pair here that should have merged says which knob to move.</p>"
+    )
+    return note + "".join(_refused_pair(report, refused) for refused in report.refused)
+
+
 def _stored(report: Report) -> str:
     return (
         f"<p>{report.kept_with_text:,} of {report.kept_rows:,} kept rows keep their normalised "
@@ -470,6 +517,7 @@ def page(report: Report) -> str:
         "scores": _scores(report),
         "clusters": _clusters(report),
         "nearest": _nearest(report),
+        "refused": _refused(report),
         "stored": _stored(report),
     }
     sections = "".join(

@@ -90,6 +90,21 @@ class Near:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """A kept text's nearest candidate that the policy refused, and why (``near_misses``)."""
+
+    key: str  # the kept text
+    candidate: str  # the earlier kept text it was not merged with
+    measure: str  # DISTANCE_MEASURE when the distance decided
+    score: float
+    threshold: float
+    reason: str
+    added_at: datetime
+    kept_text: str | None = None  # the candidate's normalised text, where the store keeps it
+    new_text: str | None = None  # the kept text's own
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything the page shows, gathered by ``gather``."""
 
@@ -112,6 +127,8 @@ class Report:
     nearest: tuple[Near, ...]
     sample: int
     texts_given: bool
+    refused: tuple[Refused, ...] = ()  # kept texts' candidates refused nearest a threshold
+    probed: int = 0  # how many kept texts were looked at for ``refused``
 
     def explain_command(self, key: str) -> str:
         """The command that shows a decision again."""

@@ -13,8 +13,9 @@ says for each side what is and is not known.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from simstore.io._report_model import (
     Histogram,
     Measure,
     Near,
+    Refused,
     Report,
     Texts,
     Threshold,
@@ -40,6 +42,7 @@ from simstore.io._report_model import (
 from simstore.io.outputs import check_paths, replaced
 from simstore.policy.validate import check_int
 from simstore.policy.verify import Item, Policy
+from simstore.results import Judged
 from simstore.storage.db import redact
 from simstore.storage.retention import parse_duration, utc_naive
 from simstore.storage.schema import decision_log, decisions, fingerprints
@@ -113,6 +116,8 @@ def gather(
         nearest = reader.nearest(conn, measures, scores, radii, sample)
         orphaned = reader.orphaned(conn)
         nearest = _with_kept_texts(conn, store.ns_id, nearest)
+        probe = reader.recent_kept(conn, PROBED_KEPT)
+    refused = _refused(store, probe, sample)
     if source is not None and nearest:
         nearest = _with_source(nearest, source, store.policy, store.max_distance)
     return Report(
@@ -135,7 +140,36 @@ def gather(
         nearest=nearest,
         sample=sample,
         texts_given=source is not None,
+        refused=refused,
+        probed=len(probe),
     )
+
+
+PROBED_KEPT = 200
+"""Kept texts (the latest) whose nearest refused candidates the report looks for."""
+
+
+def _refused(store: SimStore, keys: Sequence[str], sample: int) -> tuple[Refused, ...]:
+    """The refused candidate nearest its bar of each kept key, nearest first (a query each)."""
+    found = []
+    for key in keys:
+        for judged in store.near_misses(key, limit=1):
+            if not judged.matched:
+                found.append(judged_pair(key, judged))
+    found.sort(key=lambda pair: (abs(pair[0].score - pair[0].threshold), pair[0].key))
+    shown = [refused for refused, _ in found[: min(sample, 50)]]
+    texts = {key: store.kept_text(key) for r in shown for key in (r.key, r.candidate)}
+    return tuple(
+        dataclasses.replace(r, kept_text=texts[r.candidate], new_text=texts[r.key]) for r in shown
+    )
+
+
+def judged_pair(key: str, judged: Judged) -> tuple[Refused, Judged]:
+    measure = DISTANCE_MEASURE if judged.measure == "distance" else judged.measure
+    refused = Refused(
+        key, judged.key, measure, judged.score, judged.threshold, judged.reason, judged.added_at
+    )
+    return refused, judged
 
 
 def render(report: Report) -> str:
@@ -205,6 +239,19 @@ class _Reader:
         ).one()
         return int(rows), int(with_text)
 
+    def recent_kept(self, conn: Connection, most: int) -> list[str]:
+        """The keys of the latest ``most`` kept rows (added since ``start``)."""
+        where = [fingerprints.c.ns_id == self.ns_id]
+        if self.start is not None:
+            where.append(fingerprints.c.added_at >= self.start)
+        statement = (
+            sa.select(fingerprints.c.key)
+            .where(*where)
+            .order_by(fingerprints.c.id.desc())
+            .limit(most)
+        )
+        return [str(key) for key in conn.execute(statement).scalars()]
+
     def days(self, conn: Connection) -> tuple[Day, ...]:
         log = decision_log(self.ns_id)  # the kept rows stand for their decisions
         day = sa.func.date(log.c.decided_at)
@@ -258,7 +305,8 @@ class _Reader:
             .group_by(decisions.c.measure, score_bin)
         ):
             bins = by_score.setdefault(measure or DISTANCE_MEASURE, {})
-            index = min(max(int(value), 0), SCORE_BINS - 1)  # a score of 1.0 joins the top bin
+            # bin SCORE_BINS holds the scores of exactly 1.0 (exact copies), drawn apart
+            index = min(max(int(value), 0), SCORE_BINS)
             bins[index] = bins.get(index, 0) + int(count)
         by_distance: dict[str, dict[int, int]] = {}
         for measure, distance, count in conn.execute(
