@@ -54,7 +54,7 @@ from simstore.storage._finder import LOOKUPS, Finder, Rule
 from simstore.storage._namespace import open_namespace, prepare_schema, warn_about_partitions
 from simstore.storage._writer import Writer
 from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
-from simstore.storage.retention import parse_duration, utc_aware, utc_naive
+from simstore.storage.retention import parse_duration, utc_naive
 from simstore.storage.schema import decisions, fingerprints
 from simstore.text import minhash
 from simstore.text.encoding import from_signed
@@ -450,9 +450,10 @@ class SimStore:
             return self._writer.replay(conn, row, item)
 
     def near_misses(self, key: str, *, limit: int = 3) -> list[Judged]:
-        """Why kept ``key`` was kept: the candidates it had when it was added (rows kept before
-        it), as the policy judges them, nearest its bars first (``Judged``: measure, score,
-        threshold and reason; a row outside the retention window says so). Reads only.
+        """Why kept ``key`` was kept: the candidates it had when it was added (rows written
+        before its own), as the policy judges them, nearest its bars first (``Judged``:
+        measure, score, threshold and reason; a row outside the retention window says so).
+        Reads only.
 
         A long text's own text is not kept, so its candidates are judged by their signatures,
         as when it was added; whether it was mostly Chinese or Japanese (which picks the long
@@ -462,6 +463,7 @@ class SimStore:
         with self._connections.reading() as conn:
             row = conn.execute(
                 sa.select(
+                    fingerprints.c.id,
                     fingerprints.c.fp,
                     fingerprints.c.text,
                     fingerprints.c.signature,
@@ -472,10 +474,9 @@ class SimStore:
             if row is None:
                 raise InvalidInput(f"{checked!r} is not a kept key of namespace {self.namespace!r}")
             item = _kept_item(checked, row, self.max_distance)
-            judged = self._finder.judged(conn, item, row.added_at, self._rule())
-        earlier = [j for j in judged if j.key != checked and j.added_at <= utc_aware(row.added_at)]
-        earlier.sort(key=lambda j: (j.matched, j.margin, j.key))
-        return earlier[:limit]
+            judged = self._finder.judged(conn, item, row.added_at, self._rule(), int(row.id))
+        judged.sort(key=lambda j: (j.matched, j.margin, j.key))
+        return judged[:limit]
 
     def remove(self, key: str) -> bool:
         """Forget ``key`` (its kept row and its decision); True if there was anything to remove."""

@@ -449,7 +449,7 @@ def _refused_pair(report: Report, refused: Refused) -> str:
     head = (
         f'<div class="head"><b><code>{_e(refused.key)}</code> kept apart from '
         f"<code>{_e(refused.candidate)}</code></b>"
-        f"<span>{_e(refused.measure)} {_e(_number(refused.score))}</span>"
+        f"<span>{_e(refused.measure)} {_e(_number(refused.score, 4))}</span>"
         f'<span class="outside">{_e(refused.reason)} (needs {_e(bar)})</span>'
         f"<code>{_e(report.explain_command(refused.key))}</code></div>"
     )

@@ -246,13 +246,18 @@ class Finder:
             return []
         return self._matches(item, moment, near, keyed, details, rule)
 
-    def judged(self, conn: Connection, item: Item, moment: datetime, rule: Rule) -> list[Judged]:
-        """Every candidate of one item as the policy judges it at ``moment`` (``explain``), those
+    def judged(
+        self, conn: Connection, item: Item, moment: datetime, rule: Rule, before_id: int
+    ) -> list[Judged]:
+        """Every candidate of one item kept before row ``before_id`` (rows are numbered in the
+        order they were written), as the policy judges it at ``moment`` (``explain``); those
         outside the retention window included and said to be (no write, no lock)."""
         near, keyed, details = self._candidates_one(conn, item, {"ns": self.ns_id}, rule, False)
         start = window_start(moment, self.keep)
         found = []
-        for row_id in near | keyed:
+        for row_id in sorted(near | keyed):
+            if row_id >= before_id:
+                continue
             kept = details.get(row_id)
             if kept is None or (
                 row_id not in keyed and not rule.policy.by_radius(item, kept.signature)

@@ -70,7 +70,7 @@ def query(settings: Settings, text: str, max_distance: int | None, limit: int | 
 
 
 def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.3f}"
+    return str(int(value)) if float(value).is_integer() else f"{value:.4f}"
 
 
 def judged_json(judged: Judged) -> dict[str, Any]:
