@@ -54,3 +54,15 @@ class BatchFailed(SimstoreError):
     def __init__(self, message: str, committed: int) -> None:
         super().__init__(message)
         self.committed = committed
+
+
+class MissingExtra(SimstoreError, ImportError):
+    """An optional dependency is not installed: the message names the extra and its pip line
+    (also an ``ImportError``, as a failed import of it would be)."""
+
+
+def missing_extra(what: str, extra: str) -> MissingExtra:
+    """The error for ``what`` (e.g. "reading Parquet needs pyarrow") without ``simstore[extra]``."""
+    return MissingExtra(
+        f"{what}: pip install 'simstore[{extra}]' (from a checkout: pip install '.[{extra}]')"
+    )

@@ -58,6 +58,7 @@ from simstore.storage.retention import parse_duration, utc_naive
 from simstore.storage.schema import decisions, fingerprints
 from simstore.text import minhash
 from simstore.text.encoding import from_signed
+from simstore.text.fingerprint import ensure_available
 from simstore.text.presets import Preset
 
 if TYPE_CHECKING:
@@ -162,6 +163,8 @@ class SimStore:
                 )
             if lookup not in LOOKUPS:
                 raise InvalidInput(f"lookup must be one of {', '.join(LOOKUPS)}, got {lookup!r}")
+            if preset is not None:
+                ensure_available(preset)  # before a file or a namespace is made
             prepare_schema(self._connections, auto_upgrade)
             opened = open_namespace(
                 self._connections,

@@ -673,19 +673,30 @@ def test_a_text_that_starts_with_a_dash_goes_after_double_dash(filled: Cli) -> N
     assert "goes after '--'" in helped.stdout
 
 
-def test_a_missing_extra_is_named_with_its_install_line_not_unexpected(tmp_path: Path) -> None:
-    fake = tmp_path / "fake" / "jieba"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text('raise ImportError("no jieba here")\n')
+def test_a_missing_extra_is_exit_5_with_its_install_line_before_anything_is_made(
+    tmp_path: Path,
+) -> None:
+    fake = tmp_path / "fake"
+    for module in ("jieba", "pyarrow", "pyspark"):  # each import fails as if not installed
+        (fake / module).mkdir(parents=True)
+        (fake / module / "__init__.py").write_text(f'raise ImportError("no {module} here")\n')
+    (tmp_path / "in.parquet").write_bytes(b"PAR1")
     cli = Cli(tmp_path, f"sqlite:///{tmp_path / 'store.db'}")
-    result = cli(
-        "--preset", "jieba-tfidf", "fingerprint", "今天天气很好",
-        env={"PYTHONPATH": str(tmp_path / "fake")},
-    )  # fmt: skip
-    assert result.returncode == 1
-    assert "pip install 'simstore[zh]'" in result.stderr
-    assert "from a checkout: pip install '.[zh]'" in result.stderr
-    assert "unexpected" not in result.stderr
+    env = {"PYTHONPATH": str(fake)}
+    calls = [
+        (("--preset", "jieba-tfidf", "fingerprint", "今天天气很好"), "zh"),
+        (("--preset", "jieba-tfidf", "ingest", str(CORPUS)), "zh"),
+        (("ingest", str(tmp_path / "in.parquet")), "parquet"),
+        (("spark", "dedup", str(CORPUS), "--out", str(tmp_path / "out")), "spark"),
+    ]
+    for args, extra in calls:
+        result = cli(*args, env=env)
+        assert result.returncode == 5, (args, result.stderr)
+        assert result.stderr.startswith("simstore: error: "), result.stderr
+        assert f"pip install 'simstore[{extra}]'" in result.stderr
+        assert f"from a checkout: pip install '.[{extra}]'" in result.stderr
+        assert "unexpected" not in result.stderr
+    assert not (tmp_path / "store.db").exists()  # nothing was made before the error
 
 
 # --- errors and exit codes ---------------------------------------------------------------------
@@ -712,11 +723,11 @@ def test_a_missing_driver_names_the_extra_and_the_url_to_write(cli: Cli) -> None
         cli("stats", db="postgresql+psycopg://u@127.0.0.1:1/x", env=environment),
         cli("stats", db="mysql://u@127.0.0.1:1/x"),
     )
-    assert no_psycopg.returncode == 3, no_psycopg.stderr
+    assert no_psycopg.returncode == 5, no_psycopg.stderr  # a missing extra
     assert "No module named 'psycopg'" in no_psycopg.stderr
     assert "pip install 'simstore[postgresql]'" in no_psycopg.stderr
     assert "pip install '.[postgresql]'" in no_psycopg.stderr
-    assert mysqldb.returncode == 3
+    assert mysqldb.returncode == 5
     assert "write mysql+pymysql://" in mysqldb.stderr and "simstore[mysql]" in mysqldb.stderr
 
 

@@ -21,6 +21,7 @@ from simstore.errors import (
     DatabaseUnavailable,
     InvalidInput,
     KeyConflict,
+    MissingExtra,
     PresetMismatch,
     SchemaOutOfDate,
     SimstoreError,
@@ -72,6 +73,12 @@ class UsageFailure(Failure):
     exit_code = 2
 
 
+class ExtraFailure(Failure):
+    """An optional dependency is missing: exit 5, with the pip line that installs it."""
+
+    exit_code = 5
+
+
 class InputFailure(Failure):
     """Invalid input: a text, key, preset, distance or duration simstore refuses."""
 
@@ -81,6 +88,8 @@ class InputFailure(Failure):
 def failure_for(error: SimstoreError) -> type[Failure]:
     """How a simstore error is shown: exit 3 for the database, 4 for invalid input, else 1."""
     cause = error.__cause__ if isinstance(error.__cause__, SimstoreError) else error
+    if isinstance(error, MissingExtra) or isinstance(cause, MissingExtra):
+        return ExtraFailure
     if isinstance(cause, (DatabaseUnavailable, SchemaOutOfDate)):
         return DatabaseFailure
     if isinstance(cause, (InvalidInput, PresetMismatch, KeyConflict)):
@@ -197,6 +206,7 @@ Exit codes:
   2  usage error (unknown option, missing argument, unreadable file)
   3  database unavailable, or its schema is out of date (run: simstore db upgrade)
   4  invalid input (bad text, key, preset, policy, distance or duration)
+  5  an optional dependency is missing: the message gives the pip line of its extra
   130  interrupted (Ctrl-C); ingest and dedup say how many records were committed
   141  stdout was closed before the end (e.g. piped into head); nothing is printed
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from simstore.errors import InvalidInput, InvalidType, KeyConflict
+from simstore.errors import InvalidInput, InvalidType, KeyConflict, missing_extra
 from simstore.policy.validate import check_fraction, check_int, check_key, check_text_value
 from simstore.policy.verify import MEASURES
 from simstore.storage import _prepared as prepared
@@ -344,10 +344,7 @@ def read_parquet(
     try:
         import pyarrow.parquet as pq
     except ImportError as error:
-        raise ImportError(
-            "reading a hand-over needs pyarrow: pip install 'simstore[parquet]' "
-            "(from a checkout: pip install '.[parquet]')"
-        ) from error
+        raise missing_extra("reading a hand-over needs pyarrow", "parquet") from error
     for name in _parquet_files(Path(path)):
         try:
             parquet = pq.ParquetFile(name)

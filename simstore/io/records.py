@@ -37,7 +37,7 @@ from typing import IO, Any
 
 import click
 
-from simstore.errors import InvalidInput
+from simstore.errors import InvalidInput, missing_extra
 from simstore.io.ingest import Rejected
 
 FORMATS = ("jsonl", "csv", "lines", "parquet")
@@ -91,6 +91,14 @@ class InputOptions:
 def gzipped(path: str) -> bool:
     """A file read through gzip: its name ends in ``.gz`` (``posts.jsonl.gz``, ``rows.csv.gz``)."""
     return path != "-" and path.lower().endswith(".gz")
+
+
+def require_pyarrow() -> None:
+    """``MissingExtra`` now, before a store is opened, when Parquet cannot be read."""
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        raise missing_extra("reading Parquet needs pyarrow", "parquet") from None
 
 
 def format_of(path: str, given: str | None) -> str:
@@ -293,10 +301,7 @@ def _read_parquet(
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise InvalidInput(
-            "reading Parquet needs pyarrow: pip install 'simstore[parquet]' "
-            "(from a checkout: pip install '.[parquet]')"
-        ) from None
+        raise missing_extra("reading Parquet needs pyarrow", "parquet") from None
     try:
         table = pq.ParquetFile(path)
         columns = table.schema_arrow.names

@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from simstore.errors import InvalidInput, InvalidType, PolicyMismatch
+from simstore.errors import InvalidInput, InvalidType, PolicyMismatch, missing_extra
 from simstore.policy.validate import check_fraction, check_int
 from simstore.results import Judged, Match
 from simstore.text import minhash
@@ -665,10 +665,7 @@ def _traditional_folder() -> Callable[[str], str]:
     try:
         import opencc
     except ImportError:
-        raise InvalidInput(
-            "fold_traditional needs OpenCC: pip install 'simstore[zh]' (from a checkout: "
-            "pip install '.[zh]')"
-        ) from None
+        raise missing_extra("fold_traditional needs OpenCC", "zh") from None
     convert: Callable[[str], str] = opencc.OpenCC("t2s").convert
     return convert
 

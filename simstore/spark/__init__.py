@@ -59,15 +59,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from simstore.errors import missing_extra
+
 try:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession, Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 except ImportError as _error:  # pragma: no cover - exercised without the extra
-    raise ImportError(
-        "simstore.spark needs PySpark and PyArrow: pip install 'simstore[spark]'"
-    ) from _error
+    raise missing_extra("simstore.spark needs PySpark and PyArrow", "spark") from _error
 
 import numpy as np
 import sqlalchemy as sa

@@ -16,7 +16,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.pool import StaticPool
 
-from simstore.errors import DatabaseUnavailable, InvalidInput, InvalidType
+from simstore.errors import DatabaseUnavailable, InvalidInput, InvalidType, MissingExtra
 
 log = logging.getLogger("simstore")
 
@@ -186,9 +186,9 @@ def create_engine_for(url: str | URL) -> Engine:
                 f"{redact(parsed)}: SQLAlchemy names PostgreSQL 'postgresql': write "
                 "postgresql+psycopg://..."
             ) from error
-        raise DatabaseUnavailable(
-            f"cannot use {redact(parsed)}: {scrub(str(error), parsed)}{_driver_hint(error)}"
-        ) from error
+        hint = _driver_hint(error)
+        kind = MissingExtra if hint else DatabaseUnavailable
+        raise kind(f"cannot use {redact(parsed)}: {scrub(str(error), parsed)}{hint}") from error
     return configure_sessions(engine)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from simstore.errors import missing_extra
 from simstore.text._bitsum import I64, U64, BitSums, pack_bits, unpack_bits
 from simstore.text._mix import GOLDEN, mix64
 from simstore.text.presets import Preset
@@ -258,13 +259,15 @@ def _tfidf() -> TFIDF:
         import jieba
         import jieba.analyse
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise ImportError(
-            "the jieba-tfidf preset needs jieba: pip install 'simstore[zh]' (from a checkout: "
-            "pip install '.[zh]')"
-        ) from exc
+        raise missing_extra("the jieba-tfidf preset needs jieba", "zh") from exc
     jieba.setLogLevel(60)  # jieba logs its dictionary loading at INFO through the root handler
     jieba.initialize()
     return jieba.analyse.default_tfidf
+
+
+def require_jieba() -> None:
+    """Load jieba now (``MissingExtra`` without the zh extra)."""
+    _tfidf()
 
 
 class _KeptWords(dict[str, tuple[str, ...]]):

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from simstore.errors import InvalidInput, InvalidType
-from simstore.text._algorithms import ALGORITHMS, token_strhash
+from simstore.text._algorithms import ALGORITHMS, require_jieba, token_strhash
 from simstore.text.presets import Preset, get_preset
 
 BATCH = 1024  # texts fingerprinted per numpy batch; bounds memory for long iterables
@@ -99,3 +99,11 @@ def fingerprint_many(
 ) -> list[int]:
     """Fingerprints of many texts, in order: the same values as ``fingerprint``, much faster."""
     return [result.fingerprint for result in analyze_many(texts, preset=preset, bits=bits)]
+
+
+def ensure_available(preset: str | Preset) -> None:
+    """Raise ``MissingExtra`` now, before anything is opened or written, when ``preset`` needs a
+    library that is not installed (``jieba-tfidf``: the zh extra)."""
+    chosen = get_preset(preset)
+    if chosen.algorithm == "jieba-tfidf":
+        require_jieba()

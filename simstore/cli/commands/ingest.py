@@ -37,6 +37,7 @@ from simstore.io.records import (
     Record,
     format_of,
     read_records,
+    require_pyarrow,
 )
 from simstore.storage.db import redact
 
@@ -330,7 +331,9 @@ def _add_records(
 ) -> Tally:
     """The shared body of ingest and dedup: add and print the summary; ``_finish`` it after."""
     for path in paths:
-        format_of(path, options.format)  # a usage error before anything is opened
+        # a usage error or a missing extra before anything is opened
+        if format_of(path, options.format) == "parquet":
+            require_pyarrow()
     radius = options.max_distance
     with (
         open_store(settings, create=True, max_distance=radius) as store,

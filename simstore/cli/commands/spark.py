@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import click
@@ -146,10 +147,10 @@ def dedup_command(
         inputs={"IN": source},
         database=settings.url,
     )
+    simspark = _simstore_spark()  # before pyspark: MissingExtra without the spark extra
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from simstore import spark as simspark
     from simstore.io import handover as handing
     from simstore.text.presets import get_preset
 
@@ -188,3 +189,9 @@ def dedup_command(
         "duplicates": tally.get(False, 0),
     }
     emit(settings, {**summary, "out": out, "dups": dups, "handover": handover}, pairs(summary))
+
+
+def _simstore_spark() -> ModuleType:
+    from simstore import spark
+
+    return spark
