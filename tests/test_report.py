@@ -448,3 +448,16 @@ def test_reads_aggregates_and_bounded_samples_only(make_store: StoreFactory) -> 
         and not re.search(r"simstore_fingerprints\.[\"`]?key[\"`]? = ", statement)
     ]
     assert unbounded == [], set(unbounded)
+
+
+def test_long_texts_clusters_show_their_text_when_the_source_is_given(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    long = " ".join(f"Paragraph {n} of the harbour authority's annual notice." for n in range(12))
+    store.add(long, key="notice")
+    store.add(long + " Updated.", key="notice-again")
+    [cluster] = gather(store, clusters=1).clusters
+    assert (cluster.key, cluster.size, cluster.text) == ("notice", 2, None)  # not stored
+    [given] = gather(store, clusters=1, texts={"notice": long}).clusters
+    assert given.text is not None and "harbour authority" in given.text

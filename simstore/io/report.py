@@ -120,6 +120,8 @@ def gather(
     refused = _refused(store, probe, sample)
     if source is not None and nearest:
         nearest = _with_source(nearest, source, store.policy, store.max_distance)
+    if source is not None:
+        biggest = _clusters_with_source(biggest, source, store.policy, store.max_distance)
     return Report(
         namespace=store.namespace,
         database=redact(store.url),
@@ -485,16 +487,35 @@ def compared_text(policy: Policy, text: str, max_distance: int) -> str:
     return item.normalised or item.text or default_normalise(text)
 
 
-def _with_source(
-    nearest: tuple[Near, ...], texts: Texts, policy: Policy, max_distance: int
-) -> tuple[Near, ...]:
-    import dataclasses
-
-    wanted = frozenset(key for near in nearest for key in (near.key, near.duplicate_of))
+def _source_texts(texts: Texts, wanted: frozenset[str]) -> dict[str, str]:
     found = texts(wanted) if callable(texts) else {k: texts[k] for k in wanted if k in texts}
     for key, text in found.items():
         if not isinstance(text, str):
             raise InvalidType(f"the source text of {key!r} is {type(text).__name__}, not str")
+    return dict(found)
+
+
+def _clusters_with_source(
+    clusters: tuple[Cluster, ...], texts: Texts, policy: Policy, max_distance: int
+) -> tuple[Cluster, ...]:
+    """Clusters whose kept text the store does not keep (long texts) get it from the source."""
+    wanted = frozenset(c.key for c in clusters if c.text is None and c.kept_at is not None)
+    if not wanted:
+        return clusters
+    found = _source_texts(texts, wanted)
+    return tuple(
+        dataclasses.replace(c, text=compared_text(policy, found[c.key], max_distance))
+        if c.key in found and c.text is None
+        else c
+        for c in clusters
+    )
+
+
+def _with_source(
+    nearest: tuple[Near, ...], texts: Texts, policy: Policy, max_distance: int
+) -> tuple[Near, ...]:
+    wanted = frozenset(key for near in nearest for key in (near.key, near.duplicate_of))
+    found = _source_texts(texts, wanted)
 
     def compared(key: str) -> str | None:
         text = found.get(key)
