@@ -90,8 +90,8 @@ def _resolve_policy(
         if policy is not None:
             raise InvalidInput("give policy or verification (its old name), not both")
         warnings.warn(
-            "SimStore(verification=...) is deprecated: use policy=... (verification=None is "
-            "policy=SimHashOnly(min_features=...))",
+            "SimStore(verification=...) is deprecated since 0.3 and will be removed in 0.4: use "
+            "policy=... (verification=None is policy=SimHashOnly(min_features=...))",
             DeprecationWarning,
             stacklevel=3,
         )
@@ -101,7 +101,8 @@ def _resolve_policy(
             return SimHashOnly(min_features=features)
     if min_features is not _UNSET:
         warnings.warn(
-            "SimStore(min_features=...) is deprecated: use policy=SimHashOnly(min_features=...)",
+            "SimStore(min_features=...) is deprecated since 0.3 and will be removed in 0.4: use "
+            "policy=SimHashOnly(min_features=...)",
             DeprecationWarning,
             stacklevel=3,
         )

@@ -1,4 +1,4 @@
-"""The README's "Reading the tables with SQL" recipes, run on every dialect against known data."""
+"""The docs' "Reading the tables with SQL" recipes, run on every dialect against known data."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from sqlalchemy.engine import Engine
 from simstore import to_hex
 from simstore.store import SimStore
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+RECIPES = Path(__file__).resolve().parent.parent / "docs" / "sql.md"
 _RECIPE = re.compile(r"<!-- sql:([\w-]+)(?::(\w+))? -->\s*```sql\n(.*?)```", re.DOTALL)
 
 
 def recipes(dialect: str) -> dict[str, str]:
     """Recipe name -> SQL for this dialect (a dialect-specific variant wins over a generic one)."""
     found: dict[str, str] = {}
-    for name, variant, sql in _RECIPE.findall(README.read_text(encoding="utf-8")):
+    for name, variant, sql in _RECIPE.findall(RECIPES.read_text(encoding="utf-8")):
         if variant in ("", dialect):
             found[name] = sql.strip().rstrip(";")
     return found

@@ -31,7 +31,7 @@ from simstore.text.similarity import jaccard
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "corpus.jsonl"
-README = ROOT / "README.md"
+CLI_GUIDE = ROOT / "docs" / "cli.md"
 UNREACHABLE = "postgresql+psycopg://user:secret@127.0.0.1:1/x"
 LONG_TEXT = (
     "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
@@ -794,18 +794,18 @@ def test_every_command_has_help_and_the_main_help_lists_exit_codes(cli: Cli) -> 
 
 
 def _command_line_section() -> str | None:
-    text = README.read_text(encoding="utf-8") if README.exists() else ""
-    found = re.search(r"^## Command line\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    text = CLI_GUIDE.read_text(encoding="utf-8") if CLI_GUIDE.exists() else ""
+    found = re.search(r"^## The commands\n(.*?)(?=^## |\Z)", text, re.M | re.S)
     return found.group(1) if found else None
 
 
 @pytest.mark.skipif(
-    _command_line_section() is None, reason="README.md has no '## Command line' section yet"
+    _command_line_section() is None, reason="docs/cli.md has no '## The commands' section yet"
 )
 def test_every_command_appears_in_the_readme() -> None:
     section = _command_line_section() or ""
     missing = [path for path in command_paths() if not re.search(rf"\b{path}\b", section)]
-    assert not missing, f"commands missing from README's 'Command line' section: {missing}"
+    assert not missing, f"commands missing from docs/cli.md's 'The commands' table: {missing}"
 
 
 def test_urls_a_newcomer_types_get_a_message_that_says_what_to_write(cli: Cli) -> None:

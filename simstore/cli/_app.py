@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from simstore._version import __version__
 from simstore.errors import (
     DatabaseUnavailable,
     InvalidInput,
@@ -215,7 +216,7 @@ A TEXT that starts with '-' goes after '--', which ends the options: simstore qu
 Errors are one line on stderr: "simstore: error: ..."; --debug adds the traceback. With --json
 an error is also a JSON document on stdout: {"error": ..., "exit_code": ...}.""",
 )
-@click.version_option(package_name="simstore", prog_name="simstore")
+@click.version_option(__version__, prog_name="simstore")
 @click.option(
     "--db",
     "url",

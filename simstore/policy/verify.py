@@ -819,8 +819,8 @@ def __getattr__(name: str) -> Any:
     if name in _DEPRECATED:
         replacement = _DEPRECATED[name]
         warnings.warn(
-            f"simstore.policy.verify.{name} is deprecated: use {replacement.__name__} "
-            "(same fields)",
+            f"simstore.policy.verify.{name} is deprecated since 0.3 and will be removed in 0.4: "
+            f"use {replacement.__name__} (same fields)",
             DeprecationWarning,
             stacklevel=2,
         )
