@@ -176,8 +176,12 @@ class Finder:
         """
         if self.unsigned_rows:
             return True
-        if fresh or time.monotonic() - self._unsigned_read_at > UNSIGNED_REFRESH_SECONDS:
+        if fresh:  # inside an add: a dropped namespace is an error
             self.unsigned_rows = require_namespace(conn, self.ns_id, self.namespace)
+            self._unsigned_read_at = time.monotonic()
+        elif time.monotonic() - self._unsigned_read_at > UNSIGNED_REFRESH_SECONDS:
+            found = prepared.unsigned_rows(conn.dialect).run(conn, {"ns": self.ns_id})
+            self.unsigned_rows = bool(found and found[0][0])  # dropped: nothing to find
             self._unsigned_read_at = time.monotonic()
         return self.unsigned_rows
 
