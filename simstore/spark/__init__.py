@@ -291,6 +291,21 @@ def _validate(rows: DataFrame) -> int:
     return total
 
 
+def _validate_rows(table: pa.Table) -> None:
+    """``_validate`` on a collected input: the same refusals, with the same messages."""
+    columns = {name: table.column(name).to_pylist() for name in ("order", "key", "text")}
+    for i in range(table.num_rows):
+        if any(values[i] is None for values in columns.values()):
+            row = {name: columns[name][i] for name in ("order", "key", "text")}
+            raise InvalidInput(f"a row has a null key, text or order: {row}")
+    for name in ("key", "order"):
+        seen: set[Any] = set()
+        for value in columns[name]:
+            if value in seen:
+                raise InvalidInput(f"{name} {value!r} appears more than once")
+            seen.add(value)
+
+
 def _translate(error: Exception) -> SimstoreError | None:
     """A simstore error raised on an executor, as the driver sees it, back as a simstore error."""
     found = re.findall(r"InvalidInput: simstore\.spark: (.*)", str(error))
@@ -391,10 +406,11 @@ def dedup(
     and its window at ``at``, default now), as ``add_many(rows, at=at)`` would on it; keys must
     be new to the store. ``check`` runs the input checks (one pass and two small aggregations);
     ``driver_edges`` bounds the confirmed edges whose components are found on the driver;
-    ``driver_rows``: an input of at most this many rows (counted by ``check``; without a
-    store, timings or counts) is collected and decided on the driver by the batch API itself, one
-    Spark job instead of some thirty, whose fixed costs dominate a small input (default: the
-    session's ``spark.simstore.driverRows``, else ``DRIVER_ROWS``; 0: never);
+    ``driver_rows``: an input of at most this many rows (without a store, timings or counts) is
+    collected (one job of at most ``driver_rows + 1`` rows tells) and decided on the driver by
+    the batch API itself, two Spark jobs instead of some thirty, whose fixed costs dominate a
+    small input (default: the session's ``spark.simstore.driverRows``, else ``DRIVER_ROWS``;
+    0: never);
     ``split_buckets``: a band key shared by more texts than this has its pairs made in blocks of
     about this many texts, spread over Spark's tasks (0: never split; the decisions are the same);
     ``timings``, when given, gets each stage's wall seconds (each stage then runs on its own);
@@ -408,11 +424,14 @@ def dedup(
     check_int("split_buckets", split_buckets, lowest=0)
     stages = _Stages(df.sparkSession, timings)
     rows = _check_input(df, key, text, order)
-    total = stages.run("sign", lambda: _validate(rows)) if check else None
     limit = _driver_rows(stages.spark, driver_rows)
-    small = total is not None and total <= limit
-    if small and store is None and timings is None and counts is None:
-        return _on_driver(stages, rows, recipe, with_items)
+    if limit and store is None and timings is None and counts is None:
+        # at most limit + 1 rows in one job: as many or fewer is the whole input, a small one
+        head = stages.run("sign", lambda: rows.limit(limit + 1).toArrow())
+        if head.num_rows <= limit:
+            return _on_driver(stages, head, recipe, with_items, check)
+    if check:
+        stages.run("sign", lambda: _validate(rows))
     items = _sign_stage(stages, rows, recipe, store)
     nodes, measured = _collapse_stage(stages, items, recipe)
     reps = nodes.filter(~F.col("follower"))
@@ -445,11 +464,15 @@ def _driver_rows(spark: SparkSession, given: int | None) -> int:
     return chosen
 
 
-def _on_driver(stages: _Stages, rows: DataFrame, recipe: _Recipe, with_items: bool) -> DataFrame:
-    """A small input decided on the driver: ``batch`` signs, pairs, confirms and replays it in
-    input order (what every stage below does, spread over Spark), and the verdicts go back as a
-    DataFrame of the same columns."""
-    table = stages.run("sign", rows.toArrow).sort_by("order")
+def _on_driver(
+    stages: _Stages, rows: pa.Table, recipe: _Recipe, with_items: bool, check: bool
+) -> DataFrame:
+    """A small input, collected, decided on the driver: ``batch`` signs, pairs, confirms and
+    replays it in input order (what every stage below does, spread over Spark), and the verdicts
+    go back as a DataFrame of the same columns. ``check``: ``_validate``'s checks, here."""
+    if check:
+        _validate_rows(rows)
+    table = rows.sort_by("order")
     orders = table.column("order").to_pylist()
     keys = table.column("key").to_pylist()
     texts = table.column("text").to_pylist()
