@@ -176,6 +176,9 @@ def _check_row(raw: object) -> LoadRow:
     check_fingerprint(row.fingerprint)
     if not isinstance(row.kept, bool):
         raise InvalidInput(f"kept must be True or False (key {key!r})")
+    if not row.kept and (row.duplicate_of is None or row.distance is None):
+        # said first: the fields' own checks would only say that distance is not an int
+        raise InvalidInput(f"key {key!r} is a duplicate: it needs duplicate_of and distance")
     _check_fields(key, row)
     signature = None if row.signature is None else bytes(row.signature)
     if signature is not None and len(signature) != minhash.SIGNATURE_BYTES:
@@ -194,8 +197,6 @@ def _check_row(raw: object) -> LoadRow:
                     f"{minhash.SCHEME} (a hand-over made by another simstore version?)"
                 )
         return row._replace(key=key, signature=signature, band_keys=keys, duplicate_of=None)
-    if row.duplicate_of is None or row.distance is None:
-        raise InvalidInput(f"key {key!r} is a duplicate: it needs duplicate_of and distance")
     return row._replace(key=key, duplicate_of=check_key(row.duplicate_of))
 
 
