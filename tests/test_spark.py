@@ -149,16 +149,27 @@ def test_real_text_equals_add_many(spark: SparkSession, name: str) -> None:
     assert sum(not verdict[0] for verdict in expected.values()) > 20
 
 
-def test_small_input_on_the_driver_equals_add_many_and_spark(spark: SparkSession) -> None:
-    """Up to driver_rows rows are decided on the driver, with Spark's output row for row."""
+def test_small_input_on_the_driver_equals_add_many(spark: SparkSession) -> None:
+    """Up to driver_rows rows are decided on the driver: add_many's decisions, and the items a
+    store keeps as batch.sign makes them (test_real_text_equals_add_many: Spark's on the same
+    slice)."""
     records = corpus_slice(600, seed=3)
     expected = store_verdicts(SimStore("sqlite://"), records)
-    df = frame(spark, records)
-    options: dict[str, Any] = {"key": "id", "text": "body", "order": "position"}
-    small = simspark.dedup(df, **options, driver_rows=600, with_items=True)
+    df = frame(spark, records).repartition(2)  # in no order: the driver sorts by position
+    small = simspark.dedup(
+        df, key="id", text="body", order="position", driver_rows=600, with_items=True
+    ).collect()
     assert_same(expected, spark_verdicts(small))
-    spread = simspark.dedup(df, **options, driver_rows=599, with_items=True)
-    assert all_rows(small) == all_rows(spread)
+    texts, keys = [t for _k, t in records], [k for k, _t in records]
+    signed = {item.key: item for item in batch.sign(texts, keys=keys)}
+    for row in small:
+        item = signed[row.key]
+        assert (row.fingerprint & (2**64 - 1), row.text) == (item.fingerprint, item.text)
+        assert (row.signature, tuple(row.band_keys)) == (item.signature, item.band_keys)
+    assert sorted(row.order for row in small) == list(range(len(records)))
+    with pytest.raises(InvalidInput, match="more than once"):  # checked on the driver too
+        twice = spark.createDataFrame([("a", "x", 0), ("a", "y", 1)], "id string, b string, p long")
+        simspark.dedup(twice, key="id", text="b", order="p", driver_rows=10)
 
 
 def chinese_edits(seed: int) -> list[tuple[str, str]]:
@@ -495,7 +506,8 @@ def test_cli_spark_dedup_files_in_read_order(spark: SparkSession, cli_run: CliRu
 
     out = cli_run.source.parent / "three"
     arguments = ["--json", "spark", "dedup", str(cli_run.source), "--out", str(out)]
-    ran = CliRunner().invoke(main, [*arguments, "--files", "3"])
+    with spark_conf(spark, {simspark.DRIVER_ROWS_CONF: "1000"}):  # decided as test_cli_spark_dedup
+        ran = CliRunner().invoke(main, [*arguments, "--files", "3"])
     assert ran.exit_code == 0, ran.output
     assert len(parts(out, ".json")) == 3
     written = json_rows(out)

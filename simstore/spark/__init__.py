@@ -31,6 +31,10 @@ moves the data. The stages (``STAGES``):
 6. ``replay``: per component, ``batch.replay`` in input order (``cogroup.applyInArrow``); texts in
    no edge are decided without it (kept, or a copy of their kept representative).
 
+Small inputs. Up to ``driver_rows`` rows (``DRIVER_ROWS``) are collected and decided on the
+driver by the same batch API in one Spark job: below that, Spark's fixed cost per job (some
+thirty of them) is all of the time. ``start`` gives a quiet session sized for the input.
+
 Guard rails. The collapse takes exact copies (boilerplate repeated thousands of times) out of the
 band-key buckets. A bucket still shared by many distinct texts (a boilerplate paragraph) has more
 than ``split_buckets`` texts split into blocks by a hash of the node, and each pair of blocks is its
@@ -89,7 +93,10 @@ from simstore.text.presets import Preset, get_preset
 if TYPE_CHECKING:
     from simstore.store import SimStore
 
-__all__ = ["LOG_CONF", "RESULT_COLUMNS", "STAGES", "dedup", "fit", "load", "output_files", "start"]
+__all__ = [
+    "DRIVER_ROWS_CONF", "LOG_CONF", "RESULT_COLUMNS", "STAGES",
+    "dedup", "fit", "load", "output_files", "start",
+]  # fmt: skip
 
 log = logging.getLogger("simstore")
 
@@ -408,7 +415,7 @@ def dedup(
     ``driver_edges`` bounds the confirmed edges whose components are found on the driver;
     ``driver_rows``: an input of at most this many rows (without a store, timings or counts) is
     collected (one job of at most ``driver_rows + 1`` rows tells) and decided on the driver by
-    the batch API itself, two Spark jobs instead of some thirty, whose fixed costs dominate a
+    the batch API itself, one Spark job instead of some thirty, whose fixed costs dominate a
     small input (default: the session's ``spark.simstore.driverRows``, else ``DRIVER_ROWS``;
     0: never);
     ``split_buckets``: a band key shared by more texts than this has its pairs made in blocks of
