@@ -9,10 +9,12 @@ nothing of it reaches the terminal; the Python workers' stderr goes there too (t
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import math
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -46,12 +48,14 @@ def start(
     records: int | None = None,
     conf: Mapping[str, str] | None = None,
     app_name: str = "simstore",
+    log_dir: Path | None = None,
 ) -> SparkSession:
     """A Spark session for ``dedup`` (an active one is returned as it is).
 
-    ``quiet``: nothing of the JVM's on the terminal (its stderr goes to a log file whose path
-    is the session's ``spark.simstore.log`` setting; log4j at ERROR there), no progress bar, no
-    web UI. Local workers run this interpreter (the one simstore is installed in), adaptive
+    ``quiet``: nothing of the JVM's on the terminal (its stderr goes to ``spark.log`` in
+    ``log_dir``, the caller's to remove, else in a temporary folder removed when Python exits;
+    the session's ``spark.simstore.log`` setting is its path; log4j at ERROR), no progress bar,
+    no web UI. Local workers run this interpreter (the one simstore is installed in), adaptive
     query execution is on, and ``records`` (when known) sizes the shuffles (``fit``). ``conf``
     is passed to the builder last, so it wins."""
     active = SparkSession.getActiveSession()
@@ -71,7 +75,10 @@ def start(
             builder = builder.config(name, value)
         session = builder.getOrCreate()
     else:
-        folder = Path(tempfile.mkdtemp(prefix="simstore-spark-"))
+        folder = log_dir
+        if folder is None:
+            folder = Path(tempfile.mkdtemp(prefix="simstore-spark-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
         config = folder / "log4j2.properties"
         config.write_text(_LOG4J2.format(level="error"), encoding="utf-8")
         java = f"-Dlog4j2.configurationFile={config.as_uri()}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -171,12 +172,16 @@ def dedup_command(
 
     chosen = _format_of(source, kind)
     ours = SparkSession.getActiveSession() is None  # a caller's session is left running
-    started = simspark.start(master, quiet=not settings.debug, app_name="simstore spark dedup")
+    log_dir = (
+        None if settings.debug or not ours else Path(tempfile.mkdtemp(prefix="simstore-spark-"))
+    )
+    started = simspark.start(
+        master, quiet=not settings.debug, app_name="simstore spark dedup", log_dir=log_dir
+    )
     if ours and settings.debug:
         started.sparkContext.setLogLevel("INFO")
     if ours:
         simspark.fit(started, _records_in(source))
-    log_file = started.conf.get(simspark.LOG_CONF, None) if ours else None
     try:
         frame = _read(started, source, chosen)
         column = order or ORDER
@@ -207,7 +212,7 @@ def dedup_command(
     finally:
         if ours:
             started.stop()
-    if log_file:  # the run succeeded: Spark's log is not worth keeping
-        shutil.rmtree(Path(log_file).parent, ignore_errors=True)
+    if log_dir is not None:  # the run succeeded: Spark's log is not worth keeping
+        shutil.rmtree(log_dir, ignore_errors=True)
     summary = {"records read": kept + duplicates, "kept": kept, "duplicates": duplicates}
     emit(settings, {**summary, "out": out, "dups": dups, "handover": handover}, pairs(summary))
