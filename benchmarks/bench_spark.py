@@ -26,9 +26,9 @@ import json
 import os
 import random
 import resource
-import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -109,10 +109,12 @@ def tree_cpu(root: int) -> float:
     return total
 
 
-def shuffle_bytes(log_dir: Path) -> dict[str, tuple[int, int]]:
-    """Per simstore stage: (shuffle bytes written, shuffle records written), from the event log."""
+def shuffle_bytes(log_dir: Path, group: str) -> dict[str, tuple[int, int]]:
+    """Per simstore stage of the jobs of ``group``: (shuffle bytes written, shuffle records
+    written), from the event log; under ``"(jobs)"``, ``"(stages)"`` and ``"(tasks)"`` the Spark jobs, stages run and tasks."""
     stage_job: dict[int, str] = {}
     out: dict[str, list[int]] = {}
+    jobs = stages = tasks = 0
     for path in sorted(p for p in log_dir.rglob("*") if p.is_file()):
         for line in path.read_text(errors="replace").splitlines():
             if not line.startswith("{"):
@@ -120,11 +122,19 @@ def shuffle_bytes(log_dir: Path) -> dict[str, tuple[int, int]]:
             event = json.loads(line)
             kind = event.get("Event")
             if kind == "SparkListenerJobStart":
-                name = (event.get("Properties") or {}).get("spark.job.description") or "other"
+                properties = event.get("Properties") or {}
+                if properties.get("spark.jobGroup.id") != group:
+                    continue
+                jobs += 1
+                name = properties.get("spark.job.description") or "other"
                 for stage in event.get("Stage IDs", []):
                     stage_job.setdefault(stage, name.removeprefix("simstore: "))
             elif kind == "SparkListenerStageCompleted":
                 info = event["Stage Info"]
+                if info["Stage ID"] not in stage_job:
+                    continue
+                stages += 1
+                tasks += int(info.get("Number of Tasks", 0))
                 written = records = 0
                 for accumulable in info.get("Accumulables", []):
                     if accumulable.get("Name") == "internal.metrics.shuffle.write.bytesWritten":
@@ -135,7 +145,8 @@ def shuffle_bytes(log_dir: Path) -> dict[str, tuple[int, int]]:
                 totals = out.setdefault(name, [0, 0])
                 totals[0] += written
                 totals[1] += records
-    return {name: (values[0], values[1]) for name, values in out.items()}
+    found = {name: (values[0], values[1]) for name, values in out.items()}
+    return {**found, "(jobs)": (jobs, 0), "(stages)": (stages, 0), "(tasks)": (tasks, 0)}
 
 
 def run_store(records: list[tuple[str, str]], folder: Path) -> tuple[float, float, dict[str, Any]]:
@@ -153,51 +164,66 @@ def run_store(records: list[tuple[str, str]], folder: Path) -> tuple[float, floa
     return wall, (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime), decided
 
 
+@dataclass
+class SparkRun:
+    """One Spark side of the benchmark: the session's start, the dedup once it is up."""
+
+    up_wall: float  # session start and the corpus read and cached (Spark's fixed cost)
+    dedup_wall: float  # simstore.spark.dedup and the collect of its result
+    cpu: float
+    decided: dict[str, Any]
+    log_dir: Path
+    timings: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
 def run_spark(
-    records: list[tuple[str, str]], cores: int, folder: Path, split_buckets: int
-) -> tuple[float, float, dict[str, Any], dict[str, float], dict[str, int], Path]:
+    records: list[tuple[str, str]],
+    cores: int,
+    folder: Path,
+    split_buckets: int,
+    stages: bool,
+    driver_rows: int | None,
+) -> SparkRun:
     before = tree_cpu(os.getpid())
     started = time.perf_counter()
-    from pyspark.sql import SparkSession
-
     from simstore import spark as simspark
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers need simstore's venv
     log_dir = folder / "events"
     log_dir.mkdir()
-    # ~25k texts a partition: at 1M, four partitions ran the JVM out of heap in the first stage
-    partitions = max(2, cores * 2, len(records) // 25_000)
-    session = (
-        SparkSession.builder.master(f"local[{cores}]")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "8g")
-        .config("spark.eventLog.enabled", "true")
-        .config("spark.eventLog.dir", str(log_dir))
-        .config("spark.eventLog.compress", "false")
-        .config("spark.eventLog.rolling.enabled", "false")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    events = {
+        "spark.driver.memory": "8g",
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": str(log_dir),
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.rolling.enabled": "false",
+    }
+    session = simspark.start(f"local[{cores}]", conf=events, records=len(records))
     # the corpus reaches Spark as a Parquet file, as a real one would (not through the driver)
     source = folder / "corpus.parquet"
     keys, texts = zip(*records, strict=True) if records else ((), ())
     table = pa.table({"id": keys, "body": texts, "position": range(len(records))})
     pq.write_table(table, source, row_group_size=20_000)
+    partitions = int(session.conf.get("spark.sql.shuffle.partitions") or 2)
     df = session.read.parquet(str(source)).repartition(partitions).persist()
     df.count()
-    timings: dict[str, float] = {}
-    counts: dict[str, int] = {}
+    up = time.perf_counter()
+    session.sparkContext.setJobGroup("dedup", "simstore.spark.dedup")
     result = simspark.dedup(
         df, key="id", text="body", order="position", split_buckets=split_buckets,
-        timings=timings, counts=counts,
+        driver_rows=driver_rows,
     )  # fmt: skip
     decided = {row.key: (row.kept, row.duplicate_of) for row in result.collect()}
-    wall = time.perf_counter() - started
-    cpu = tree_cpu(os.getpid()) - before
+    done = time.perf_counter()
+    run = SparkRun(up - started, done - up, tree_cpu(os.getpid()) - before, decided, log_dir)
+    if stages:  # again, each stage on its own (timed) and the skew counted
+        session.sparkContext.setJobGroup("stages", "simstore.spark.dedup, timed by stage")
+        simspark.dedup(
+            df, key="id", text="body", order="position", split_buckets=split_buckets,
+            timings=run.timings, counts=run.counts,
+        ).collect()  # fmt: skip
     session.stop()
-    return wall, cpu, decided, timings, counts, log_dir
+    return run
 
 
 def main() -> None:
@@ -209,22 +235,33 @@ def main() -> None:
         "--split-buckets", type=int, default=1_000, help="dedup's split_buckets (0: never split)"
     )
     parser.add_argument("--corpus", choices=("edits", "composed"), default="edits")
+    parser.add_argument(
+        "--stages", action="store_true", help="run dedup again, timing each stage on its own"
+    )
+    parser.add_argument(
+        "--driver-rows", type=int, help="dedup's driver_rows (0: Spark's own path at any size)"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     make = composed_corpus if args.corpus == "composed" else corpus
     records = make(args.docs, args.seed)
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         store_wall, store_cpu, expected = run_store(records, folder)
-        spark_wall, spark_cpu, got, timings, counts, log_dir = run_spark(
-            records, args.cores, folder, args.split_buckets
+        run = run_spark(
+            records, args.cores, folder, args.split_buckets, args.stages, args.driver_rows
         )
         try:
-            shuffles = shuffle_bytes(log_dir)
+            shuffles = shuffle_bytes(run.log_dir, "dedup")
+            staged = shuffle_bytes(run.log_dir, "stages") if args.stages else {}
         except (OSError, ValueError) as error:  # the event log's layout varies by Spark version
             print(f"(no shuffle sizes: {error})")
-            shuffles = {}
-    same = sum(1 for key, verdict in expected.items() if got.get(key) == verdict)
+            shuffles, staged = {}, {}
+    same = sum(1 for key, verdict in expected.items() if run.decided.get(key) == verdict)
     duplicates = sum(1 for kept, _of in expected.values() if not kept)
+    jobs, spark_stages, tasks = (
+        shuffles.get(n, (0, 0))[0] for n in ("(jobs)", "(stages)", "(tasks)")
+    )
     print(
         f"{args.docs:,} documents ({duplicates:,} duplicates, corpus {args.corpus}), "
         f"local[{args.cores}]"
@@ -232,28 +269,50 @@ def main() -> None:
     print("| job | wall s | CPU s | agreement |")
     print("|---|---:|---:|---:|")
     print(f"| SimStore.add_many (SQLite file) | {store_wall:.1f} | {store_cpu:.1f} | reference |")
+    print(f"| Spark session start, corpus read | {run.up_wall:.1f} | | |")
     print(
-        f"| simstore.spark.dedup | {spark_wall:.1f} | {spark_cpu:.1f} | "
+        f"| simstore.spark.dedup (session up) | {run.dedup_wall:.1f} | {run.cpu:.1f} | "
         f"{100 * same / len(expected):.3f}% |"
     )
-    print(f"| ratio spark / add_many | {spark_wall / store_wall:.2f}x | "
-          f"{spark_cpu / max(store_cpu, 1e-9):.2f}x | |")  # fmt: skip
+    print(f"| ratio dedup / add_many | {run.dedup_wall / store_wall:.2f}x | | |")
+    print(f"| ratio with the session's start | "
+          f"{(run.up_wall + run.dedup_wall) / store_wall:.2f}x | "
+          f"{run.cpu / max(store_cpu, 1e-9):.2f}x | |")  # fmt: skip
     print()
-    print("| stage | wall s | shuffle written MB | shuffle records |")
-    print("|---|---:|---:|---:|")
-    for stage in ("sign", "collapse", "candidates", "confirm", "components", "replay"):
-        written, count = shuffles.get(stage, (0, 0))
-        print(f"| {stage} | {timings.get(stage, 0.0):.1f} | {written / 1e6:.1f} | {count:,} |")
-    other = shuffles.get("other", (0, 0))
-    print(f"| (untagged) | | {other[0] / 1e6:.1f} | {other[1]:,} |")
-    print()
-    print(
-        f"largest band-key bucket {counts['largest_bucket']:,} texts; "
-        f"{counts['split_buckets']:,} buckets split (split_buckets={args.split_buckets}); "
-        f"band-key pairs made {counts['band_key_pairs']:,}, "
-        f"the most by one task {counts['largest_task_pairs']:,} "
-        "(counted in one more pass over the join, inside the candidates time)"
-    )
+    print(f"dedup: {jobs} Spark jobs, {spark_stages} stages run, {tasks} tasks")
+    figures: dict[str, Any] = {
+        "docs": args.docs, "corpus": args.corpus, "cores": args.cores,
+        "driver_rows": args.driver_rows,
+        "duplicates": duplicates, "agreement": same / len(expected),
+        "add_many_wall": store_wall, "add_many_cpu": store_cpu,
+        "session_up_wall": run.up_wall, "dedup_wall": run.dedup_wall, "spark_cpu": run.cpu,
+        "ratio_dedup": run.dedup_wall / store_wall,
+        "ratio_with_start": (run.up_wall + run.dedup_wall) / store_wall,
+        "jobs": jobs, "stages": spark_stages, "tasks": tasks,
+    }  # fmt: skip
+    if args.stages:
+        print()
+        print("| stage | wall s | shuffle written MB | shuffle records |")
+        print("|---|---:|---:|---:|")
+        for stage in ("sign", "collapse", "candidates", "confirm", "components", "replay"):
+            written, count = staged.get(stage, (0, 0))
+            print(
+                f"| {stage} | {run.timings.get(stage, 0.0):.1f} | {written / 1e6:.1f} | {count:,} |"
+            )
+        other = staged.get("other", (0, 0))
+        print(f"| (untagged) | | {other[0] / 1e6:.1f} | {other[1]:,} |")
+        print()
+        counts = run.counts
+        print(
+            f"largest band-key bucket {counts['largest_bucket']:,} texts; "
+            f"{counts['split_buckets']:,} buckets split (split_buckets={args.split_buckets}); "
+            f"band-key pairs made {counts['band_key_pairs']:,}, "
+            f"the most by one task {counts['largest_task_pairs']:,} "
+            "(counted in one more pass over the join, inside the candidates time)"
+        )
+        figures.update(stage_wall=run.timings, counts=counts)
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

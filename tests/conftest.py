@@ -35,11 +35,12 @@ SERVERS = ["postgresql", "mysql"]
 StoreFactory = Callable[..., SimStore]
 
 
-def unavailable(reason: str) -> NoReturn:
-    """Skip for ``reason`` locally; under SIMSTORE_REQUIRE_SERVERS=1 (CI) fail instead."""
+def unavailable(reason: str, *, needed: str = "server", module: bool = False) -> NoReturn:
+    """Skip for ``reason`` locally; under SIMSTORE_REQUIRE_SERVERS=1 (CI) fail instead.
+    ``needed`` names what is missing; ``module``: called while a test module is imported."""
     if os.environ.get("SIMSTORE_REQUIRE_SERVERS") == "1":
-        pytest.fail(f"server required in CI: {reason}")
-    pytest.skip(reason)
+        pytest.fail(f"{needed} required in CI: {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=module)
 
 
 _session_databases: dict[str, str] = {}

@@ -1,8 +1,10 @@
 """simstore.spark decides exactly as ``SimStore.add_many`` (the independent reference): on a
 real-text slice, on generated chains A ~ B ~ C with exact copies, on a skewed band-key bucket;
 a batch result handed over to a store replays its decisions and finds new near-duplicates;
-incremental mode decides a new batch against a store's kept rows. One ``local[2]`` session
-serves every test."""
+incremental mode decides a new batch against a store's kept rows; the CLI writes few files, in
+input order, and says nothing of the JVM's. One ``local[2]`` session serves every in-process
+test; two CLI runs start their own (subprocesses, as a user would). Without PySpark or Java the
+module skips, and under SIMSTORE_REQUIRE_SERVERS=1 (CI) fails."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import json
 import os
 import random
 import re
+import shutil
 import string
 import subprocess
 import sys
@@ -23,7 +26,14 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pyspark", reason="simstore[spark] is not installed")
+from tests.conftest import new_server_database, unavailable
+
+try:
+    import pyspark  # noqa: F401
+except ImportError:
+    unavailable("simstore[spark] is not installed", needed="PySpark", module=True)
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    unavailable("no Java runtime for Spark (java on PATH or JAVA_HOME)", needed="Java", module=True)
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
@@ -33,7 +43,6 @@ from simstore.io import handover
 from simstore.policy import batch
 from simstore.policy.verify import MinHashVerification, Policy, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
-from tests.conftest import new_server_database
 from tests.test_batch import CORPUS, corpus_slice
 
 AT = datetime(2026, 1, 5, tzinfo=timezone.utc)
@@ -42,18 +51,15 @@ Verdict = tuple[bool, str | None, int | None, str | None, float | None]
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("simstore-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    """The one session of the module's in-process tests (quiet, two shuffle partitions)."""
+    settings = {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.memory": "1g",
+        # the tests' small inputs take Spark's own path; test_small_input_on_the_driver the other
+        simspark.DRIVER_ROWS_CONF: "0",
+    }
+    session = simspark.start("local[2]", conf=settings, app_name="simstore-tests")
     yield session
     session.stop()
 
@@ -141,6 +147,29 @@ def test_real_text_equals_add_many(spark: SparkSession, name: str) -> None:
     )
     assert_same(expected, spark_verdicts(result))
     assert sum(not verdict[0] for verdict in expected.values()) > 20
+
+
+def test_small_input_on_the_driver_equals_add_many(spark: SparkSession) -> None:
+    """Up to driver_rows rows are decided on the driver: add_many's decisions, and the items a
+    store keeps as batch.sign makes them (test_real_text_equals_add_many: Spark's on the same
+    slice)."""
+    records = corpus_slice(600, seed=3)
+    expected = store_verdicts(SimStore("sqlite://"), records)
+    df = frame(spark, records).repartition(2)  # in no order: the driver sorts by position
+    small = simspark.dedup(
+        df, key="id", text="body", order="position", driver_rows=600, with_items=True
+    ).collect()
+    assert_same(expected, spark_verdicts(small))
+    texts, keys = [t for _k, t in records], [k for k, _t in records]
+    signed = {item.key: item for item in batch.sign(texts, keys=keys)}
+    for row in small:
+        item = signed[row.key]
+        assert (row.fingerprint & (2**64 - 1), row.text) == (item.fingerprint, item.text)
+        assert (row.signature, tuple(row.band_keys)) == (item.signature, item.band_keys)
+    assert sorted(row.order for row in small) == list(range(len(records)))
+    with pytest.raises(InvalidInput, match="more than once"):  # checked on the driver too
+        twice = spark.createDataFrame([("a", "x", 0), ("a", "y", 1)], "id string, b string, p long")
+        simspark.dedup(twice, key="id", text="b", order="p", driver_rows=10)
 
 
 def chinese_edits(seed: int) -> list[tuple[str, str]]:
@@ -437,33 +466,82 @@ def cli_run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Cl
     return CliRun(records, source, out, handing, json.loads(ran.output), expected)
 
 
+def parts(folder: Path, suffix: str) -> list[Path]:
+    """The part files Spark wrote in ``folder``, in name order (the order they are read in)."""
+    return sorted(folder.glob(f"part-*{suffix}"))
+
+
+def json_rows(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for path in parts(folder, ".json") for line in path.open()]
+
+
 def test_cli_spark_dedup(spark: SparkSession, cli_run: CliRun) -> None:
+    # 200 records: one file in each output folder (Spark's default made one per shuffle
+    # partition, 200 and more), every record in input order (--order n)
     expected = cli_run.expected
     assert cli_run.summary["kept"] == sum(verdict[0] for verdict in expected.values())
-    written = [json.loads(line) for path in cli_run.out.glob("*.json") for line in path.open()]
-    assert sorted(row["id"] for row in written) == sorted(k for k, v in expected.items() if v[0])
+    written = json_rows(cli_run.out)
+    kept = [key for key, _text in cli_run.records if expected[key][0]]
+    assert [row["id"] for row in written] == kept
+    assert [row["n"] for row in written] == sorted(row["n"] for row in written)
+    duplicates = json_rows(cli_run.source.parent / "dups")
+    assert [row["id"] for row in duplicates] == [k for k, _t in cli_run.records if k not in kept]
+    assert set(duplicates[0]) == {"id", "duplicate_of", "distance", "measure", "score"}
+    handing = spark.read.parquet(str(cli_run.handover)).collect()
+    assert [row.key for row in handing] == [key for key, _text in cli_run.records]
+    counts = [len(parts(folder, ext)) for folder, ext in (
+        (cli_run.out, ".json"), (cli_run.source.parent / "dups", ".json"),
+        (cli_run.handover, ".parquet"),
+    )]  # fmt: skip
+    assert counts == [1, 1, 1]
     assert spark.range(1).count() == 1  # the test session is still running
 
 
-def test_cli_spark_dedup_runs_its_workers_in_its_own_interpreter(cli_run: CliRun) -> None:
-    """A shell whose first python3 lacks simstore (PySpark's default for its workers) and no
-    PYSPARK_PYTHON: the local workers still import simstore (the CLI names its own interpreter)."""
+def test_cli_spark_dedup_files_in_read_order(spark: SparkSession, cli_run: CliRun) -> None:
+    """--files 3 and no --order: three files, which read one after the other give the kept
+    records in the order the input holds them."""
+    from click.testing import CliRunner
+
+    from simstore.cli import main
+
+    out = cli_run.source.parent / "three"
+    arguments = ["--json", "spark", "dedup", str(cli_run.source), "--out", str(out)]
+    with spark_conf(spark, {simspark.DRIVER_ROWS_CONF: "1000"}):  # decided as test_cli_spark_dedup
+        ran = CliRunner().invoke(main, [*arguments, "--files", "3"])
+    assert ran.exit_code == 0, ran.output
+    assert len(parts(out, ".json")) == 3
+    written = json_rows(out)
+    assert [row["id"] for row in written] == [
+        k for k, _t in cli_run.records if cli_run.expected[k][0]
+    ]
+    assert set(written[0]) == {"id", "text", "n"}  # the read order's own column is not written
+
+
+def test_cli_spark_dedup_is_quiet_and_runs_its_workers_in_its_own_interpreter(
+    cli_run: CliRun,
+) -> None:
+    """The real command in a shell whose first python3 lacks simstore (PySpark's default for its
+    workers) and no PYSPARK_PYTHON: the local workers still import simstore (the CLI names its
+    own interpreter), and nothing reaches stderr: no log4j profile line, no WARN of Spark's or
+    Hadoop's, no JVM warning (they went to a log file, removed after a good run)."""
     environment = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
     environment["PATH"] = "/usr/bin:/bin"  # the system python3, without simstore's dependencies
+    environment["TMPDIR"] = str(cli_run.source.parent / "tmp")
+    Path(environment["TMPDIR"]).mkdir()
     out = cli_run.source.parent / "own-interpreter"
     command = [sys.executable, "-m", "simstore.cli", "--json", "spark", "dedup"]
     command += [str(cli_run.source), "--out", str(out), "--order", "n", "--master", "local[1]"]
-    ran = subprocess.run(
-        command, capture_output=True, text=True, timeout=300, check=False, env=environment
-    )
+    ran = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert json.loads(ran.stdout)["kept"] == cli_run.summary["kept"]
+    assert ran.stderr == ""
+    assert not list(Path(environment["TMPDIR"]).glob("simstore-spark-*"))  # the log removed
 
 
 def simstore_cli(*arguments: str) -> dict[str, Any]:
     """``simstore --json ARGUMENTS`` as a subprocess: its JSON document (exit 0 asserted)."""
     command = [sys.executable, "-m", "simstore.cli", "--json", *arguments]
-    ran = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    ran = subprocess.run(command, capture_output=True, text=True, check=False)
     assert ran.returncode == 0, ran.stderr
     document: dict[str, Any] = json.loads(ran.stdout)
     return document
@@ -497,7 +575,7 @@ def test_cli_db_load_refuses_another_policy(cli_run: CliRun, tmp_path: Path) -> 
     command = [sys.executable, "-m", "simstore.cli", "--db", url, "--policy", "simhash"]
     ran = subprocess.run(
         [*command, "db", "load", str(cli_run.handover)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert ran.returncode != 0
     assert "was made with" in ran.stderr and "simhash (distance <= 3)" in ran.stderr

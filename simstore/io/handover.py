@@ -177,6 +177,7 @@ def _check_row(raw: object) -> LoadRow:
     if not isinstance(row.kept, bool):
         raise InvalidInput(f"kept must be True or False (key {key!r})")
     if not row.kept and (row.duplicate_of is None or row.distance is None):
+        # said first: the fields' own checks would only say that distance is not an int
         raise InvalidInput(f"key {key!r} is a duplicate: it needs duplicate_of and distance")
     _check_fields(key, row)
     signature = None if row.signature is None else bytes(row.signature)

@@ -31,6 +31,10 @@ moves the data. The stages (``STAGES``):
 6. ``replay``: per component, ``batch.replay`` in input order (``cogroup.applyInArrow``); texts in
    no edge are decided without it (kept, or a copy of their kept representative).
 
+Small inputs. Up to ``driver_rows`` rows (``DRIVER_ROWS``) are collected and decided on the
+driver by the same batch API in one Spark job: below that, Spark's fixed cost per job (some
+thirty of them) is all of the time. ``start`` gives a quiet session sized for the input.
+
 Guard rails. The collapse takes exact copies (boilerplate repeated thousands of times) out of the
 band-key buckets. A bucket still shared by many distinct texts (a boilerplate paragraph) has more
 than ``split_buckets`` texts split into blocks by a hash of the node, and each pair of blocks is its
@@ -63,7 +67,7 @@ from simstore.errors import missing_extra
 
 try:
     import pyarrow as pa
-    from pyspark.sql import DataFrame, SparkSession, Window
+    from pyspark.sql import DataFrame, Row, SparkSession, Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 except ImportError as _error:  # pragma: no cover - exercised without the extra
@@ -74,11 +78,13 @@ import sqlalchemy as sa
 
 from simstore.errors import InvalidInput, InvalidType, SimstoreError
 from simstore.io import handover
+from simstore.policy import batch
 from simstore.policy.validate import check_int, check_radius
 from simstore.policy.verify import DEFAULT_POLICY, Policy, check_policy
 from simstore.spark import _executor as executor
 from simstore.spark._executor import ITEM_FIELDS
 from simstore.spark._executor import SIGN_CHUNK as SIGN_CHUNK  # simstore.spark.SIGN_CHUNK
+from simstore.spark._session import LOG_CONF, fit, output_files, start
 from simstore.storage.retention import EPOCH, partition_of, utc_naive, window_start
 from simstore.storage.schema import fingerprints
 from simstore.text.encoding import from_signed
@@ -87,7 +93,10 @@ from simstore.text.presets import Preset, get_preset
 if TYPE_CHECKING:
     from simstore.store import SimStore
 
-__all__ = ["RESULT_COLUMNS", "STAGES", "dedup", "load"]
+__all__ = [
+    "DRIVER_ROWS_CONF", "LOG_CONF", "RESULT_COLUMNS", "STAGES",
+    "dedup", "fit", "load", "output_files", "start",
+]  # fmt: skip
 
 log = logging.getLogger("simstore")
 
@@ -95,6 +104,8 @@ STAGES = ("sign", "collapse", "candidates", "confirm", "components", "replay")
 RESULT_COLUMNS = ("key", "kept", "duplicate_of", "distance", "measure", "score")
 ITEM_COLUMNS = ("order", "fingerprint", "text", "signature", "band_keys")  # with_items=True
 DRIVER_EDGES = 20_000_000  # up to this many confirmed edges, components are found on the driver
+DRIVER_ROWS = 20_000  # up to this many rows, dedup decides them on the driver (batch.dedup's way)
+DRIVER_ROWS_CONF = "spark.simstore.driverRows"  # a session's own default for driver_rows
 MAX_DISTANCE = 3  # dedup's SimHash radius by default, as SimStore's
 SPLIT_BUCKETS = 1_000  # a band-key bucket of more texts is split: at most ~1M pairs per join key
 
@@ -165,8 +176,13 @@ def _spark_components(edges: DataFrame) -> DataFrame:
             return labels
 
 
-def _components(spark: SparkSession, edges: DataFrame, driver_edges: int) -> DataFrame:
-    count = edges.count()
+def _components(
+    spark: SparkSession, edges: DataFrame, count: int, driver_edges: int
+) -> tuple[DataFrame, bool]:
+    """(node, comp) of the ``count`` confirmed edges, and whether Spark computed it (then it is
+    worth persisting; a table made on the driver is in memory already)."""
+    if count == 0:
+        return spark.createDataFrame([], schema="node long, comp long"), False
     if count <= driver_edges:
         table = edges.select("new", "old").toArrow()
         new = table.column("new").to_numpy()
@@ -175,15 +191,15 @@ def _components(spark: SparkSession, edges: DataFrame, driver_edges: int) -> Dat
         frame = pa.table(
             {"node": pa.array(nodes, pa.int64()), "comp": pa.array(labels, pa.int64())}
         )
-        return spark.createDataFrame(frame, schema="node long, comp long")
+        return spark.createDataFrame(frame, schema="node long, comp long"), False
     try:
         from graphframes import GraphFrame
     except ImportError:
-        return _spark_components(edges)
+        return _spark_components(edges), True
     vertices = edges.select(F.col("new").alias("id")).union(edges.select("old")).distinct()
     graph = GraphFrame(vertices, edges.select(F.col("new").alias("src"), F.col("old").alias("dst")))
     found: DataFrame = graph.connectedComponents(algorithm="graphx")
-    return found.select(F.col("id").alias("node"), F.col("component").alias("comp"))
+    return found.select(F.col("id").alias("node"), F.col("component").alias("comp")), True
 
 
 def _exported(
@@ -258,8 +274,18 @@ def _check_input(df: DataFrame, key: str, text: str, order: str) -> DataFrame:
     )
 
 
-def _validate(rows: DataFrame) -> None:
-    """Nulls, and keys or orders given twice, refused before anything is computed."""
+def _validate(rows: DataFrame) -> int:
+    """Nulls, and keys or orders given twice, refused before anything is computed (one
+    aggregation; the offending row is looked for only when there is one). The row count."""
+    found = rows.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count_if(F.col("key").isNull() | F.col("text").isNull() | F.col("order").isNull()),
+        F.count_distinct("key"),
+        F.count_distinct("order"),
+    ).collect()[0]
+    total, nulls, keys, orders = (int(value) for value in found)
+    if not nulls and keys == orders == total:
+        return total
     null = rows.filter(
         F.col("key").isNull() | F.col("text").isNull() | F.col("order").isNull()
     ).limit(1)
@@ -269,6 +295,22 @@ def _validate(rows: DataFrame) -> None:
         twice = rows.groupBy(name).count().filter(F.col("count") > 1).limit(1).collect()
         if twice:
             raise InvalidInput(f"{name} {twice[0][name]!r} appears more than once")
+    return total
+
+
+def _validate_rows(table: pa.Table) -> None:
+    """``_validate`` on a collected input: the same refusals, with the same messages."""
+    columns = {name: table.column(name).to_pylist() for name in ("order", "key", "text")}
+    for i in range(table.num_rows):
+        if any(values[i] is None for values in columns.values()):
+            row = {name: columns[name][i] for name in ("order", "key", "text")}
+            raise InvalidInput(f"a row has a null key, text or order: {row}")
+    for name in ("key", "order"):
+        seen: set[Any] = set()
+        for value in columns[name]:
+            if value in seen:
+                raise InvalidInput(f"{name} {value!r} appears more than once")
+            seen.add(value)
 
 
 def _translate(error: Exception) -> SimstoreError | None:
@@ -304,6 +346,14 @@ class _Stages:
         persisted = frame.persist()
         self.run(stage, persisted.count)
         return persisted
+
+    def measure(self, stage: str, frame: DataFrame, **counts: Any) -> tuple[DataFrame, Row]:
+        """``frame`` persisted and computed now by one aggregation of ``counts`` (name: column),
+        whose row is returned with it: the counts a later step needs, without a job of their
+        own."""
+        persisted = frame.persist()
+        aggregated = persisted.agg(*(column.alias(name) for name, column in counts.items()))
+        return persisted, self.run(stage, lambda: aggregated.collect()[0])
 
 
 @dataclass(frozen=True)
@@ -345,6 +395,7 @@ def dedup(
     with_items: bool = False,
     check: bool = True,
     driver_edges: int = DRIVER_EDGES,
+    driver_rows: int | None = None,
     split_buckets: int = SPLIT_BUCKETS,
     timings: dict[str, float] | None = None,
     counts: dict[str, int] | None = None,
@@ -362,6 +413,11 @@ def dedup(
     and its window at ``at``, default now), as ``add_many(rows, at=at)`` would on it; keys must
     be new to the store. ``check`` runs the input checks (one pass and two small aggregations);
     ``driver_edges`` bounds the confirmed edges whose components are found on the driver;
+    ``driver_rows``: an input of at most this many rows (without a store, timings or counts) is
+    collected (one job of at most ``driver_rows + 1`` rows tells) and decided on the driver by
+    the batch API itself, one Spark job instead of some thirty, whose fixed costs dominate a
+    small input (default: the session's ``spark.simstore.driverRows``, else ``DRIVER_ROWS``;
+    0: never);
     ``split_buckets``: a band key shared by more texts than this has its pairs made in blocks of
     about this many texts, spread over Spark's tasks (0: never split; the decisions are the same);
     ``timings``, when given, gets each stage's wall seconds (each stage then runs on its own);
@@ -375,15 +431,26 @@ def dedup(
     check_int("split_buckets", split_buckets, lowest=0)
     stages = _Stages(df.sparkSession, timings)
     rows = _check_input(df, key, text, order)
+    limit = _driver_rows(stages.spark, driver_rows)
+    if limit and store is None and timings is None and counts is None:
+        # at most limit + 1 rows in one job: as many or fewer is the whole input, a small one
+        head = stages.run("sign", lambda: rows.limit(limit + 1).toArrow())
+        if head.num_rows <= limit:
+            return _on_driver(stages, head, recipe, with_items, check)
     if check:
         stages.run("sign", lambda: _validate(rows))
     items = _sign_stage(stages, rows, recipe, store)
-    nodes = _collapse_stage(stages, items, recipe)
+    nodes, measured = _collapse_stage(stages, items, recipe)
     reps = nodes.filter(~F.col("follower"))
-    pairs = _candidates_stage(stages, reps, recipe.policy, split_buckets, counts)
-    edges = _confirm_stage(stages, reps, pairs, recipe)
-    labels = stages.run("components", lambda: _components(stages.spark, edges, driver_edges))
-    labels = stages.materialise("components", labels)
+    pairs = _candidates_stage(
+        stages, reps, recipe.policy, split_buckets, counts, measured["reps"], measured["unsigned"]
+    )
+    edges, confirmed = _confirm_stage(stages, reps, pairs, recipe)
+    labels, in_spark = stages.run(
+        "components", lambda: _components(stages.spark, edges, confirmed, driver_edges)
+    )
+    if in_spark:
+        labels = stages.materialise("components", labels)
     result = _replay_stage(nodes, edges, labels)
     if with_items:
         extra = items.filter(~F.col("prior")).select(
@@ -395,6 +462,53 @@ def dedup(
     if timings is not None:
         result = stages.materialise("replay", result)
     return result
+
+
+def _driver_rows(spark: SparkSession, given: int | None) -> int:
+    configured = spark.conf.get(DRIVER_ROWS_CONF, None)
+    chosen = given if given is not None else DRIVER_ROWS if configured is None else int(configured)
+    check_int("driver_rows", chosen, lowest=0)
+    return chosen
+
+
+def _on_driver(
+    stages: _Stages, rows: pa.Table, recipe: _Recipe, with_items: bool, check: bool
+) -> DataFrame:
+    """A small input, collected, decided on the driver: ``batch`` signs, pairs, confirms and
+    replays it in input order (what every stage below does, spread over Spark), and the verdicts
+    go back as a DataFrame of the same columns. ``check``: ``_validate``'s checks, here."""
+    if check:
+        _validate_rows(rows)
+    table = rows.sort_by("order")
+    orders = table.column("order").to_pylist()
+    keys = table.column("key").to_pylist()
+    texts = table.column("text").to_pylist()
+    policy, radius = recipe.policy, recipe.radius
+    items = batch.sign(texts, keys=keys, preset=recipe.preset, policy=policy, max_distance=radius)
+    edges = batch.confirm(items, batch.candidates(items, policy=policy), policy=policy,
+                          max_distance=radius)  # fmt: skip
+    verdicts = batch.replay(keys, edges)
+    columns: dict[str, list[Any]] = {
+        "key": keys,
+        "kept": [verdict.kept for verdict in verdicts],
+        "duplicate_of": [verdict.duplicate_of for verdict in verdicts],
+        "distance": [verdict.distance for verdict in verdicts],
+        "measure": [verdict.measure for verdict in verdicts],
+        "score": [verdict.score for verdict in verdicts],
+    }
+    ddl = _VERDICT_DDL.removeprefix("order long, ")
+    if with_items:
+        signed = executor.items_batch(orders, items, False, [0] * len(items), policy)
+        columns |= {
+            "order": orders,
+            "fingerprint": signed.column("fp").to_pylist(),
+            "text": signed.column("text").to_pylist(),
+            "signature": signed.column("signature").to_pylist(),
+            "band_keys": signed.column("band_keys").to_pylist(),
+        }
+        ddl += ", order long, fingerprint long, text string, signature binary"
+        ddl += ", band_keys array<long>"
+    return stages.spark.createDataFrame(pa.table(columns), schema=ddl)
 
 
 def _sign_stage(
@@ -416,11 +530,13 @@ def _sign_stage(
     return items
 
 
-def _collapse_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> DataFrame:
+def _collapse_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> tuple[DataFrame, Row]:
     """2. collapse identical items into classes (priors never collapse: each is its own).
 
     Every item gets its ``node`` (its class's representative, or itself), ``follower`` (a later
-    member of a collapsed class) and ``reach`` (the class's last order)."""
+    member of a collapsed class) and ``reach`` (the class's last order). With the nodes, their
+    counts: ``reps`` (the representatives, which enter the joins) and ``unsigned`` (those of
+    them without band keys, which need SimHash probes)."""
     twin = F.when(F.col("prior"), F.col("order")).otherwise(F.lit(-1))
     window = Window.partitionBy(*_CLASS_COLUMNS)
     classed = (
@@ -431,7 +547,9 @@ def _collapse_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> DataF
         .withColumn("rep_key", F.min_by("key", "order").over(window))
         .drop("twin")
     )
-    classed = stages.materialise("collapse", classed)
+    # read twice below (the self-checks and the join), computed once: the first task to need a
+    # cached partition computes it, the other waits for it (Spark's block locks)
+    classed = classed.persist()
     checker = executor.self_batches(recipe.policy, recipe.radius)
     selves = classed.filter((F.col("size") > 1) & (F.col("order") == F.col("rep")))
     selves = selves.mapInArrow(checker, _SELF_DDL)
@@ -443,7 +561,11 @@ def _collapse_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> DataF
         (collapsed & (F.col("order") != F.col("rep"))).alias("follower"),
         F.when(collapsed, F.col("last")).otherwise(F.col("order")).alias("reach"),
     )
-    return stages.materialise("collapse", nodes)
+    rep = ~F.col("follower")
+    unsigned = F.col("signature").isNull() | (F.size("band_keys") == 0)
+    return stages.measure(
+        "collapse", nodes, reps=F.count_if(rep), unsigned=F.count_if(rep & unsigned)
+    )
 
 
 def _candidates_stage(
@@ -452,6 +574,8 @@ def _candidates_stage(
     policy: Policy,
     split: int,
     counts: dict[str, int] | None,
+    rep_count: int,
+    unsigned_count: int,
 ) -> DataFrame:
     """3. candidates: shared band keys (count), and SimHash probes when an item is unsigned.
 
@@ -459,13 +583,15 @@ def _candidates_stage(
     node (its salt): a node goes to the blocks (min(salt, j), max(salt, j)) for every j < parts,
     and a block joins the nodes of its two salts with each other (or of its one salt among
     themselves), so every pair of the bucket is made exactly once, in one of parts * (parts + 1)
-    / 2 join keys of at most about split**2 pairs each, which Spark spreads over its tasks."""
+    / 2 join keys of at most about split**2 pairs each, which Spark spreads over its tasks.
+    No bucket holds more texts than there are representatives (``rep_count``): up to ``split``
+    of them, the largest bucket is not looked for (unless counted or logged)."""
     keyed = reps.filter(F.size("band_keys") > 0).select(
         F.col("order").alias("node"), "reach", "prior", "least", F.explode("band_keys").alias("bk")
     )
     sizes = keyed.groupBy("bk").agg(F.count(F.lit(1)).alias("size"))
     largest = 0
-    if split > 0 or counts is not None or log.isEnabledFor(logging.INFO):
+    if 0 < split < rep_count or counts is not None or log.isEnabledFor(logging.INFO):
         largest = stages.run("candidates", lambda: sizes.agg(F.max("size")).collect()[0][0]) or 0
         log.info("simstore.spark: the largest band-key bucket holds %s texts", largest)
     split_up = 0 < split < largest
@@ -524,8 +650,7 @@ def _candidates_stage(
     directed = directed.select(F.col("hi").alias("new"), F.col("lo").alias("old"), "shared")
     backward = backward.select(F.col("lo").alias("new"), F.col("hi").alias("old"), "shared")
     pairs = directed.unionByName(backward)
-    unsigned = reps.filter(F.col("signature").isNull() | (F.size("band_keys") == 0))
-    if stages.run("candidates", lambda: unsigned.limit(1).count()):
+    if unsigned_count:
         pairs = (
             pairs.unionByName(_simhash_pairs(reps))
             .groupBy("new", "old")
@@ -543,8 +668,9 @@ def _counts_band_keys_only(policy: Policy) -> bool:
 
 def _confirm_stage(
     stages: _Stages, reps: DataFrame, pairs: DataFrame, recipe: _Recipe
-) -> DataFrame:
-    """4. confirm: the candidate pairs ``recipe.policy`` confirms, as (new, old, ...) edges."""
+) -> tuple[DataFrame, int]:
+    """4. confirm: the candidate pairs ``recipe.policy`` confirms, as (new, old, ...) edges, and
+    how many."""
     sides = reps.select(F.col("order").alias("node"), *ITEM_FIELDS)
     new_side = sides.select(
         F.col("node").alias("new"), *(F.col(n).alias(f"n_{n}") for n in ITEM_FIELDS)
@@ -554,7 +680,10 @@ def _confirm_stage(
     )
     joined = pairs.join(new_side, "new").join(old_side, "old")
     confirmer = executor.confirm_batches(recipe.policy, recipe.radius)
-    return stages.materialise("confirm", joined.mapInArrow(confirmer, _EDGE_DDL))
+    edges, counted = stages.measure(
+        "confirm", joined.mapInArrow(confirmer, _EDGE_DDL), edges=F.count(F.lit(1))
+    )
+    return edges, int(counted["edges"])
 
 
 def _replay_stage(nodes: DataFrame, edges: DataFrame, labels: DataFrame) -> DataFrame:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import sys
+import shutil
+import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 SPARK_FORMATS = ("jsonl", "csv", "parquet")
+ORDER = "__simstore_order"  # the read order, when no --order column is given
+BYTES_PER_RECORD = 600  # an input record's size, to size the shuffles before anything is read
 
 
 @main.group()
@@ -50,7 +52,18 @@ def _read(session: SparkSession, path: str, kind: str) -> DataFrame:
     return session.read.parquet(path)
 
 
-def _write(frame: DataFrame, path: str, kind: str) -> None:
+def _write(
+    frame: DataFrame, path: str, kind: str, files: int, order: str | None = None, drop: bool = True
+) -> None:
+    """``frame`` written to ``path`` in ``files`` files; by ``order`` when given (the first
+    file holds the first records, each file sorted; the column written only if not ``drop``)."""
+    if order is None:
+        frame = frame.repartition(files) if files > 1 else frame.coalesce(1)
+    else:
+        ranged = frame.repartitionByRange(files, order) if files > 1 else frame.repartition(1)
+        frame = ranged.sortWithinPartitions(order)
+        if drop:
+            frame = frame.drop(order)
     writer = frame.write.mode("errorifexists")
     if kind == "jsonl":
         writer.json(path)
@@ -60,42 +73,39 @@ def _write(frame: DataFrame, path: str, kind: str) -> None:
         writer.parquet(path)
 
 
-def _start(master: str, debug: bool) -> SparkSession:
-    """A session for the command (Spark's logging and progress bar only with --debug)."""
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.master(master).appName("simstore spark dedup")
-    if master.startswith("local"):
-        # local workers run this interpreter, the one simstore is installed in (PySpark's default
-        # is whatever "python3" is first on PATH, often one without simstore)
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = builder.config("spark.ui.showConsoleProgress", str(debug).lower())
-    started = session.getOrCreate()
-    started.sparkContext.setLogLevel("INFO" if debug else "ERROR")
-    return started
+def _records_in(path: str) -> int:
+    """About how many records the input holds, from its bytes (a folder's files summed), to
+    size the shuffles before anything is read."""
+    where = Path(path)
+    files = [item for item in where.rglob("*") if item.is_file()] if where.is_dir() else [where]
+    return sum(item.stat().st_size for item in files if item.exists()) // BYTES_PER_RECORD
 
 
 def _write_decided(
-    frame: DataFrame, result: DataFrame, key: str, out: str, dups: str | None, kind: str
+    frame: DataFrame,
+    result: DataFrame,
+    key: str,
+    order: str,
+    paths: tuple[str, str | None],
+    kind: str,
+    files: tuple[int, int],
 ) -> None:
-    """The kept records of ``frame`` to ``out`` (its own columns); the duplicates' decisions to
-    ``dups`` when given."""
+    """The kept records of ``frame`` to ``out`` (its own columns) in ``files[0]`` files; the
+    duplicates' decisions to ``dups`` when given, in ``files[1]``; both in input order."""
     from pyspark.sql import functions as F
 
     from simstore.spark import RESULT_COLUMNS
 
+    out, dups = paths
     verdicts = result.select(*RESULT_COLUMNS).withColumnRenamed("key", key)
     decided = frame.join(verdicts, key)
-    _write(
-        decided.filter(F.col("kept")).select(*frame.columns).drop("__simstore_order"),
-        out,
-        kind,
-    )
+    kept = decided.filter(F.col("kept")).select(*frame.columns)
+    _write(kept, out, kind, files[0], order, drop=order == ORDER)
     if dups:
         duplicates = decided.filter(~F.col("kept")).select(
-            key, "duplicate_of", "distance", "measure", "score"
+            key, "duplicate_of", "distance", "measure", "score", order
         )
-        _write(duplicates, dups, "csv" if kind == "csv" else "jsonl")
+        _write(duplicates, dups, "csv" if kind == "csv" else "jsonl", files[1], order)
 
 
 @spark.command("dedup")
@@ -116,6 +126,11 @@ def _write_decided(
     "order",
     help="An integer column giving the input order [default: the order the records are read].",
 )
+@click.option(
+    "--files",
+    type=click.IntRange(min=1),
+    help="Files per output folder [default: one per 50,000 records it holds].",
+)
 @click.pass_obj
 def dedup_command(
     settings: Settings,
@@ -128,14 +143,16 @@ def dedup_command(
     key: str,
     text: str,
     order: str | None,
+    files: int | None,
 ) -> None:
     """Deduplicate IN (JSON lines, CSV with a header, or Parquet) into --out.
 
     The kept records are written to --out in IN's format, every column kept; --dups gets each
     duplicate's key, duplicate_of, distance, measure and score; --handover every record's
     decision with its fingerprint, kept text and MinHash signature (Parquet), which 'simstore db
-    load' writes into a store. Spark's own logging and progress stay off the output unless
-    --debug.
+    load' writes into a store. Each in input order (--order, else the order records are read)
+    and in a few files (--files). Spark's own output (JVM and log4j) goes to a log file in the
+    temporary folder, kept when the command fails; --debug shows it on stderr instead.
 
     --out, --dups and --handover must be new paths, none of them IN, the database file or
     another of them (exit 4, checked before Spark starts).
@@ -156,10 +173,19 @@ def dedup_command(
 
     chosen = _format_of(source, kind)
     ours = SparkSession.getActiveSession() is None  # a caller's session is left running
-    started = _start(master, settings.debug)
+    log_dir = (
+        None if settings.debug or not ours else Path(tempfile.mkdtemp(prefix="simstore-spark-"))
+    )
+    started = simspark.start(
+        master, quiet=not settings.debug, app_name="simstore spark dedup", log_dir=log_dir
+    )
+    if ours and settings.debug:
+        started.sparkContext.setLogLevel("INFO")
+    if ours:
+        simspark.fit(started, _records_in(source))
     try:
         frame = _read(started, source, chosen)
-        column = order or "__simstore_order"
+        column = order or ORDER
         if order is None:
             frame = frame.withColumn(column, F.monotonically_increasing_id())
         preset = get_preset(settings.preset or "default")
@@ -173,21 +199,23 @@ def dedup_command(
             policy=policy,
             with_items=handover is not None,
         ).persist()
-        _write_decided(frame, result, key, out, dups, chosen)
+        counts = result.groupBy("kept").count().collect()  # computes and caches the result
+        tally = {bool(row["kept"]): int(row["count"]) for row in counts}
+        kept, duplicates = tally.get(True, 0), tally.get(False, 0)
+        sizes = (simspark.output_files(kept, files), simspark.output_files(duplicates, files))
+        _write_decided(frame, result, key, column, (out, dups), chosen, sizes)
         if handover is not None:
             stamp = handing.made_with(preset, policy, simspark.MAX_DISTANCE)
             stamped = result.withColumn("made_with", F.lit(stamp))
-            _write(stamped.select(*handing.HANDOVER_COLUMNS), handover, "parquet")
-        counts = result.groupBy("kept").count().collect()
-        tally = {bool(row["kept"]): int(row["count"]) for row in counts}
+            every = simspark.output_files(kept + duplicates, files)
+            chosen_columns = stamped.select(*handing.HANDOVER_COLUMNS)
+            _write(chosen_columns, handover, "parquet", every, "order", drop=False)
     finally:
         if ours:
             started.stop()
-    summary = {
-        "records read": sum(tally.values()),
-        "kept": tally.get(True, 0),
-        "duplicates": tally.get(False, 0),
-    }
+    if log_dir is not None:  # the run succeeded: Spark's log is not worth keeping
+        shutil.rmtree(log_dir, ignore_errors=True)
+    summary = {"records read": kept + duplicates, "kept": kept, "duplicates": duplicates}
     emit(settings, {**summary, "out": out, "dups": dups, "handover": handover}, pairs(summary))
 
 
