@@ -39,8 +39,9 @@ EDITED = (
     "Just tried the new hiking boots from Pelham! Looks nice, but stopped working after a week."
 )
 OTHER = "The quarterly report shows revenue growth in every region except the north."
+# 20 sentences (~560 normalised characters): longer than short_length (500), so not kept
 ZH_LONG = "".join(
-    f"第{i}段：今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。" for i in range(12)
+    f"第{i}段：今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。" for i in range(20)
 )
 
 
@@ -121,12 +122,14 @@ def _sharing(signature: bytes, equal: int) -> bytes:
 )
 def test_no_rule_matches_below_the_least_equal_values(policy: MinHashVerification) -> None:
     short = planned(policy, "a", TEXT)  # an identical short text: only the estimate refuses it
+    # 12 sentences (~650 normalised characters): longer than short_length (500), so not kept
     long_text = " ".join(
-        f"Sentence number {i} tells of the harbour and the ships." for i in range(9)
+        f"Sentence number {i} tells of the harbour and the ships." for i in range(12)
     )
     long = planned(policy, "b", long_text)
     chinese = planned(policy, "c", ZH_LONG)
-    assert short.text is not None and long.text is None and chinese.mostly_cjk
+    assert short.text is not None and long.text is None and chinese.text is None
+    assert chinese.mostly_cjk
     least = policy.least_equal_values()
     assert 0 < least < minhash.VALUES
     for equal, expect_some in ((least - 1, False), (least, True)):
@@ -378,7 +381,8 @@ def test_counting_chinese_and_japanese_characters(text: str) -> None:
 
 
 def test_a_long_text_mostly_in_chinese_has_its_own_threshold() -> None:
-    zh = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。" * 8
+    # 14 copies (~530 normalised characters): longer than short_length (500), so not kept
+    zh = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。" * 14
     items = {
         name: planned(MinHashVerification(), name, text)
         for name, text in (("zh", zh), ("en", " ".join([TEXT, OTHER] * 4)))
