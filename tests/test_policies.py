@@ -39,8 +39,9 @@ EDITED = (
     "Just tried the new hiking boots from Pelham! Looks nice, but stopped working after a week."
 )
 OTHER = "The quarterly report shows revenue growth in every region except the north."
+# 20 sentences (~560 normalised characters): longer than short_length (500), so not kept
 ZH_LONG = "".join(
-    f"第{i}段：今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。" for i in range(12)
+    f"第{i}段：今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。" for i in range(20)
 )
 
 
@@ -78,7 +79,8 @@ def test_minhash_confirms_short_texts_by_exact_jaccard() -> None:
     match = policy.confirm(b, kept_of(a), 3)
     assert expected >= 0.55 and match is not None
     assert (match.key, match.measure, match.score) == ("a", "jaccard", round(expected, 6))
-    strict = MinHashVerification(threshold=0.99)
+    # EDITED holds nearly all of TEXT's 3-grams: containment (a rule of its own) off here
+    strict = MinHashVerification(threshold=0.99, containment=None)
     kept = kept_of(planned(strict, "a", TEXT))
     assert strict.confirm(planned(strict, "b", EDITED), kept, 3) is None
 
@@ -120,12 +122,14 @@ def _sharing(signature: bytes, equal: int) -> bytes:
 )
 def test_no_rule_matches_below_the_least_equal_values(policy: MinHashVerification) -> None:
     short = planned(policy, "a", TEXT)  # an identical short text: only the estimate refuses it
+    # 12 sentences (~650 normalised characters): longer than short_length (500), so not kept
     long_text = " ".join(
-        f"Sentence number {i} tells of the harbour and the ships." for i in range(9)
+        f"Sentence number {i} tells of the harbour and the ships." for i in range(12)
     )
     long = planned(policy, "b", long_text)
     chinese = planned(policy, "c", ZH_LONG)
-    assert short.text is not None and long.text is None and chinese.mostly_cjk
+    assert short.text is not None and long.text is None and chinese.text is None
+    assert chinese.mostly_cjk
     least = policy.least_equal_values()
     assert 0 < least < minhash.VALUES
     for equal, expect_some in ((least - 1, False), (least, True)):
@@ -275,6 +279,64 @@ def test_short_look_alikes_of_one_template_are_not_duplicates() -> None:
     assert policy.confirm(typo, kept_of(boots), 3) is not None
 
 
+def test_typos_are_not_replacements() -> None:
+    # issue 36: three typos made a look-alike. Three characters put for others in a Chinese text
+    # and three misspelt short English words: no word stands in for another (replacements = 0,
+    # counted by hand), and the 3-gram Jaccard clears the threshold, so both merge
+    policy = MinHashVerification()
+    zh = "今天天气很好，我们一起去公园散步，看到很多人在湖边跑步和跳舞，非常热闹。"
+    zh_typos = zh.replace("气", "汽").replace("们", "门").replace("闹", "脑")
+    en = "We met at the old mill by the river and we had tea for an hour or so."
+    en_typos = en.replace("the old", "teh old").replace("had", "hda").replace("so.", "os.")
+    for text, edited in ((zh, zh_typos), (en, en_typos)):
+        norm, norm_edited = default_normalise(text), default_normalise(edited)
+        assert similarity.replacements(norm, norm_edited) == (0, False)
+        assert similarity.jaccard(norm, norm_edited, normalise=False) >= policy.threshold
+        match = policy.confirm(planned(policy, "b", edited), kept_of(planned(policy, "a", text)), 3)
+        assert match is not None and match.measure == "jaccard"
+    # two words put for others (more than max_replaced = 1) still make a look-alike
+    swapped = planned(policy, "c", en.replace("mill", "barn").replace("tea", "gin"))
+    assert policy.confirm(swapped, kept_of(planned(policy, "a", en)), 3) is None
+
+
+BODY = "The council meets on Sunday to vote on the new bridge over the river Ash."
+HEADER, FOOTER = "UPDATE: ", " Share this post with your friends and family today."
+
+
+def test_a_short_text_contained_in_another_is_a_duplicate() -> None:
+    # a header and footer added: every 3-gram of the body is in the wrapped text (the body is a
+    # run of it), so containment is 1.0 by construction while Jaccard falls under the threshold
+    policy = MinHashVerification()
+    wrapped = HEADER + BODY + FOOTER
+    norm, norm_wrapped = default_normalise(BODY), default_normalise(wrapped)
+    assert similarity.jaccard(norm, norm_wrapped, normalise=False) < policy.threshold
+    a, b = planned(policy, "a", BODY), planned(policy, "b", wrapped)
+    match = policy.confirm(b, kept_of(a), 3)
+    assert match is not None and (match.measure, match.score) == ("containment", 1.0)
+    assert policy.confirm(a, kept_of(b), 3) is not None  # either way round
+    off = MinHashVerification(containment=None)
+    assert off.confirm(planned(off, "b", wrapped), kept_of(planned(off, "a", BODY)), 3) is None
+
+
+def test_containment_keeps_its_guards() -> None:
+    policy = MinHashVerification()
+    # a few words found in a long text: the smaller has under half the bigger's 3-grams
+    tiny, big = "the new bridge", BODY + FOOTER
+    assert len(similarity.char_ngrams(default_normalise(tiny))) < 0.5 * len(
+        similarity.char_ngrams(default_normalise(big))
+    )
+    assert policy.confirm(planned(policy, "b", big), kept_of(planned(policy, "a", tiny)), 3) is None
+    # contained, but a number replaced: the look-alike rule still applies
+    dated = "The council meets on Sunday 14 to vote on the new bridge over the river Ash."
+    redated = HEADER + dated.replace("14", "21") + FOOTER
+    a, b = planned(policy, "a", dated), planned(policy, "b", redated)
+    assert policy.confirm(b, kept_of(a), 3) is None
+    # two texts that share only a footer are not contained in each other
+    other = "Road works close the east gate of the market until the end of March."
+    c, d = planned(policy, "c", BODY + FOOTER), planned(policy, "d", other + FOOTER)
+    assert policy.confirm(d, kept_of(c), 3) is None
+
+
 def vacuum_text() -> str:
     return TEXT.replace("hiking boots", "robot vacuum")
 
@@ -319,7 +381,8 @@ def test_counting_chinese_and_japanese_characters(text: str) -> None:
 
 
 def test_a_long_text_mostly_in_chinese_has_its_own_threshold() -> None:
-    zh = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。" * 8
+    # 14 copies (~530 normalised characters): longer than short_length (500), so not kept
+    zh = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。" * 14
     items = {
         name: planned(MinHashVerification(), name, text)
         for name, text in (("zh", zh), ("en", " ".join([TEXT, OTHER] * 4)))

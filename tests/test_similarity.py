@@ -152,6 +152,16 @@ def test_bad_parameters_raise() -> None:
         ("stopped working after a week", "stoped wokring after a week", (0, False)),  # typos
         ("锦鲤发布 修复了30个问题", "银杏发布 修复了30个问题", (1, False)),  # a CJK run: one word
         ("修复了30个问题", "修复了91个问题", (1, True)),
+        # typos inside words are no substitution (issue 36), whole words are
+        ("the cat sat on the mat", "teh cat sat on the mat", (0, False)),  # two letters swapped
+        ("the cat sat on the mat", "the cat sat on thee mat", (0, False)),  # a letter doubled
+        ("the cat sat on the mat", "th ecat sat on the mat", (0, False)),  # swapped over a space
+        ("the cat sat on the mat", "the dog sat on the mat", (1, False)),  # a word for a word
+        ("tom met ann at noon", "tim met ann at noon", (1, False)),  # a letter for a letter
+        ("he said it was late", "she said it was late", (1, False)),  # short: a new word
+        ("今天天气很好我们去公园散步", "今天天汽很好我门去公园散部", (0, False)),  # 3 characters
+        ("三月五日在北京开会", "三月六日在北京开会", (1, False)),  # a numeral is a new date
+        ("李雷明天来北京", "韩梅明天来北京", (1, False)),  # two characters: a name swapped
     ],
 )
 def test_replacements_count_substituted_words_not_edits(
@@ -160,6 +170,23 @@ def test_replacements_count_substituted_words_not_edits(
     from simstore.text.similarity import replacements
 
     assert replacements(a, b) == expected
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        # counted by hand: shared / the smaller set's size
+        ({"ab", "bc", "cd"}, {"ab", "bc", "cd", "de", "ef"}, 1.0),
+        ({"ab", "bc", "cd", "xy"}, {"ab", "bc", "cd", "de", "ef"}, 0.75),
+        ({"ab"}, {"cd"}, 0.0),
+        (set(), set(), 1.0),
+        (set(), {"ab"}, 0.0),
+    ],
+)
+def test_containment_of_sets_known_values(a: set[str], b: set[str], expected: float) -> None:
+    from simstore.text.similarity import containment_of_sets
+
+    assert containment_of_sets(a, b) == expected == containment_of_sets(b, a)
 
 
 @given(

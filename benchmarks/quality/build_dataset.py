@@ -20,7 +20,9 @@ both 140..500, reported apart). A pair is labelled by how it was made:
   with a word changed inside are left out, neither duplicate nor not.
 - duplicates, synthetic: a real text and an edit of it (``edits.py``): typos, punctuation / width /
   case, sentences added, removed or reordered, boilerplate, a repost prefix, truncation, or a mix;
-  intensity 1..3 changes at most 12%, 22% or 33% of the text. In a fifth of them both sides are
+  intensity 1..3 changes at most 12%, 22% or 33% of the text. Issue 36's heavier edits: sentences
+  added or removed up to 30-40% (``sentences_deep``), a copy cut to its first 60-70%
+  (``truncate_deep``) and Chinese characters put for others (``cjk_typos``). In a fifth of them both sides are
   edits of the same text.
 - non-duplicates, each checked so that common runs (difflib, >= 3 characters in Chinese, >= 2
   words in English) cover at most 40% of the longer text (``coverage``): ``random`` (two

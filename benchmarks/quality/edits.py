@@ -129,10 +129,11 @@ def surface(rng: random.Random, text: str, lang: str, level: int, donor: str = "
 
 
 def add_sentence(
-    rng: random.Random, text: str, lang: str, level: int, donor: str = ""
+    rng: random.Random, text: str, lang: str, level: int, donor: str = "", share: float = 0.0
 ) -> str | None:
-    """One or more sentences of another text inserted, adding at most SHARE[level] of the length."""
-    budget = SHARE[level] * len(text)
+    """One or more sentences of another text inserted, adding at most SHARE[level] of the length
+    (or ``share``)."""
+    budget = (share or SHARE[level]) * len(text)
     pool = [s for s in sentences(donor) if 4 <= len(s.strip()) <= budget]
     if not pool:
         return None
@@ -146,11 +147,12 @@ def add_sentence(
 
 
 def remove_sentence(
-    rng: random.Random, text: str, lang: str, level: int, donor: str = ""
+    rng: random.Random, text: str, lang: str, level: int, donor: str = "", share: float = 0.0
 ) -> str | None:
-    """Sentences removed, at most SHARE[level] of the length; at least two sentences stay."""
+    """Sentences removed, at most SHARE[level] (or ``share``) of the length; at least two
+    sentences stay."""
     parts = sentences(text)
-    budget = SHARE[level] * len(text)
+    budget = (share or SHARE[level]) * len(text)
     removable = [i for i, s in enumerate(parts) if len(s) <= budget]
     if len(parts) < 3 or not removable:
         return None
@@ -196,6 +198,60 @@ def truncate(rng: random.Random, text: str, lang: str, level: int, donor: str = 
         "en": ["", "...", "…", " [...]", "... (more)"],
     }
     return cut.rstrip() + rng.choice(tail[lang])
+
+
+DEEP_SHARE = {1: 0.3, 2: 0.35, 3: 0.4}  # the heavier sentence edits of issue 36
+
+
+def sentences_deep(
+    rng: random.Random, text: str, lang: str, level: int, donor: str = ""
+) -> str | None:
+    """Sentences added or removed (one or the other, at random), up to 30%, 35% or 40% of the
+    length: the medium-text edits of issue 36 that the 0.75 estimate missed."""
+    edit = add_sentence if rng.random() < 0.5 else remove_sentence
+    return edit(rng, text, lang, level, donor, share=DEEP_SHARE[level])
+
+
+def truncate_deep(
+    rng: random.Random, text: str, lang: str, level: int, donor: str = ""
+) -> str | None:
+    """The first 70%, 65% or 60% of the text kept (a copy cut short, issue 36)."""
+    keep = round(len(text) * {1: 0.7, 2: 0.65, 3: 0.6}[level])
+    cut = text[:keep]
+    if lang == "en" and " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    tail = rng.choice(["", "…", "..."])
+    if len(re.findall(r"\w", cut)) < 0.5 * keep:  # cut inside a link or a run of symbols
+        return None
+    return cut.rstrip() + tail
+
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_CJK_NUMERALS = "〇零一二两三四五六七八九十百千万亿"
+
+
+def cjk_typos(rng: random.Random, text: str, lang: str, level: int, donor: str = "") -> str | None:
+    """Chinese only: 1, 2 or 3 characters (at least 1, 2, 3 in 100) each put for another, taken
+    from another text (a wrong input-method pick, no homophone list), never a numeral, each
+    inside an otherwise equal run."""
+    if lang != "zh":
+        return None
+    places = [i for i, ch in enumerate(text) if _CJK.match(ch) and ch not in _CJK_NUMERALS]
+    pool = [ch for ch in donor if _CJK.match(ch) and ch not in _CJK_NUMERALS]
+    if len(places) < 10 or not pool:
+        return None
+    count = max(level, round(len(places) * level / 100))
+    chars = list(text)
+    chosen: list[int] = []
+    for i in rng.sample(places, len(places)):
+        if len(chosen) == count:
+            break
+        if all(abs(i - j) > 2 for j in chosen):  # each alone in an equal run
+            chosen.append(i)
+    for i in chosen:
+        chars[i] = rng.choice([ch for ch in pool if ch != text[i]] or pool)
+    edited = "".join(chars)
+    return edited if edited != text else None
 
 
 # --- boilerplate and reposts --------------------------------------------------------------------
@@ -296,6 +352,9 @@ EDITS: dict[str, Callable[..., str | None]] = {
     "truncate": truncate,
     "boilerplate": boilerplate,
     "repost": repost,
+    "sentences_deep": sentences_deep,
+    "truncate_deep": truncate_deep,
+    "cjk_typos": cjk_typos,
 }
 LIGHT_MIX = ("typos", "surface", "boilerplate", "repost", "truncate")
 

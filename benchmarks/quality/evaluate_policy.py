@@ -101,6 +101,8 @@ def make_policy(spec: str) -> tuple[str, Any]:
                 continue
         if raw in ("True", "False", "true", "false"):
             value = raw.lower() == "true"
+        if raw in ("None", "none"):
+            value = None
         options[name.strip()] = value
     policy = MinHashVerification(**options)
     label = ", ".join(f"{k}={v!r}" for k, v in options.items())

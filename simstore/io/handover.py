@@ -76,7 +76,7 @@ HANDOVER_COLUMNS = (
 )  # fmt: skip
 
 # what may confirm a duplicate: a verification's measure, or the MinHash estimate
-LOAD_MEASURES = (*MEASURES, "minhash")
+LOAD_MEASURES = (*MEASURES, "minhash", "containment")
 _IN_CHUNK = 500  # keys per IN list when reading back ids and known keys
 
 

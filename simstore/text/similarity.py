@@ -61,6 +61,15 @@ def jaccard_of_sets(left: set[str], right: set[str]) -> float:
     return shared / (len(left) + len(right) - shared)
 
 
+def containment_of_sets(left: set[str], right: set[str]) -> float:
+    """How much of the smaller set the other holds: |A & B| / min(|A|, |B|) (Broder 1997's
+    containment of the smaller in the bigger); two empty sets score 1, one empty set 0."""
+    if not left or not right:
+        return float(not left and not right)
+    smaller, bigger = (left, right) if len(left) <= len(right) else (right, left)
+    return len(smaller & bigger) / len(smaller)
+
+
 def cosine_vectors(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine of two equal-length vectors (0 when either is all zeros)."""
     if len(a) != len(b):
@@ -102,12 +111,38 @@ def tokens(text: str) -> list[str]:
     return _TOKENS.findall(text)
 
 
+_CJK_NUMERALS = frozenset("〇零一二两三四五六七八九十百千万亿")
+
+
 def _is_typo(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Whether two equally long token runs differ only by typos (a swap, a dropped letter)."""
-    return len(a) == len(b) and all(
+    """Whether two token runs (the two sides of a gap) differ only by typos, small edits inside
+    words, not by a word put in place of another:
+
+    - one Chinese or Japanese character for another (not a numeral: 三 for 五 is a new number);
+    - words of at least four letters each within one edit in four of each other (as before);
+    - other letters (no digit, no CJK): the runs, joined by spaces, two neighbouring letters
+      swapped (``teh``), a letter dropped or doubled where the longer holds four (``thee``), or
+      within one edit (optimal string alignment) in four when the longer holds four characters
+      (a swap across a space: ``th ecat`` for ``the cat``). ``Tom`` for ``Tim``, ``she`` for
+      ``he`` are words put in place of others.
+    """
+    if len(a) == len(b) == 1 and _is_cjk(a[0]) and _is_cjk(b[0]):
+        return a[0] not in _CJK_NUMERALS and b[0] not in _CJK_NUMERALS
+    if len(a) == len(b) and all(
         len(x) >= 4 and len(y) >= 4 and OSA.normalized_similarity(x, y) >= 0.75
         for x, y in zip(a, b, strict=True)
-    )
+    ):
+        return True
+    if any(_is_cjk(t) or t.isdigit() for t in (*a, *b)):
+        return False
+    left, right = " ".join(a), " ".join(b)
+    edits = OSA.distance(left, right, score_cutoff=2)
+    if edits == 1 and (
+        Levenshtein.distance(left, right) == 2  # two neighbours swapped
+        or (len(left) != len(right) and max(len(left), len(right)) >= 4)  # a letter dropped
+    ):
+        return True
+    return max(len(left), len(right)) >= 4 and OSA.normalized_similarity(left, right) >= 0.75
 
 
 def _is_cjk(token: str) -> bool:
@@ -139,10 +174,7 @@ def replacements(a: str, b: str) -> tuple[int, bool]:
     for block in Indel.editops(left.tokens, right.tokens).as_matching_blocks():
         # a gap holding tokens on both sides: a substitution, unless it is typos
         if block.a > end_left and block.b > end_right:
-            same_length = block.a - end_left == block.b - end_right
-            typos = same_length and _is_typo(
-                left.tokens[end_left : block.a], right.tokens[end_right : block.b]
-            )
+            typos = _is_typo(left.tokens[end_left : block.a], right.tokens[end_right : block.b])
             if not typos:
                 words_old = left.words_before[block.a] - left.words_before[end_left]
                 words_new = right.words_before[block.b] - right.words_before[end_right]
