@@ -41,6 +41,7 @@ from simstore.policy.batch import plan_items
 from simstore.policy.probes import band_values
 from simstore.policy.validate import (
     MAX_NAMESPACE_LENGTH,
+    MAX_TEXT_LENGTH,
     check_int,
     check_key,
     check_name,
@@ -127,6 +128,8 @@ class SimStore:
     is refused under ``MinHashVerification``, whose knob is its threshold).
     ``lookup`` picks how SimHash candidates are found for radii <= 3: ``"bands"``, ``"pairs"``
     or ``"auto"`` (``simstore.policy.probes``); all three find exactly the same matches.
+    ``max_text_length`` is the longest text accepted, in characters (longer ones are refused
+    with InvalidInput; default ``simstore.policy.validate.MAX_TEXT_LENGTH``, one million).
     ``verification`` and ``min_features`` are the names before 0.3 (deprecated).
     """
 
@@ -142,6 +145,7 @@ class SimStore:
         partition: str | timedelta | float = "1h",
         policy: Policy | str | None = None,
         lookup: str = "auto",
+        max_text_length: int = MAX_TEXT_LENGTH,
         verification: Any = _UNSET,
         min_features: Any = _UNSET,
     ) -> None:
@@ -154,6 +158,8 @@ class SimStore:
             self.url = self._connections.url
             self.namespace = check_name("namespace", namespace, MAX_NAMESPACE_LENGTH)
             self.max_distance = check_radius(max_distance)
+            check_int("max_text_length", max_text_length, lowest=1)
+            self.max_text_length = max_text_length
             self.keep = None if keep is None else parse_duration(keep)
             requested = _resolve_policy(policy, verification, min_features)
             partition_length = parse_duration(partition)
@@ -222,7 +228,9 @@ class SimStore:
     # --- deciding ------------------------------------------------------------------------------
 
     def _items(self, raw: Sequence[tuple[Any, Any, Any]], max_distance: int | None) -> list[Item]:
-        return _plan(raw, self.preset, self.policy, self.max_distance, max_distance)
+        return _plan(
+            raw, self.preset, self.policy, self.max_distance, max_distance, self.max_text_length
+        )
 
     def _rule(self) -> Rule:
         return Rule(self.policy, self.max_distance)
@@ -374,6 +382,7 @@ class SimStore:
             policy=self.policy,
             store_radius=self.max_distance,
             max_distance=max_distance,
+            max_text_length=self.max_text_length,
         )
         committed = 0
         for batch, planned in planned_ahead(_read_batches(iterator, batch_size), plan, workers):
@@ -614,13 +623,20 @@ def _plan(
     policy: Policy,
     store_radius: int,
     max_distance: int | None,
+    max_text_length: int = MAX_TEXT_LENGTH,
 ) -> list[Item]:
     """The items of (key, text, fingerprint) triples; ``max_distance``: the caller's radius.
 
-    ``plan_items`` refuses a text with no features (empty, white space, only symbols)."""
+    ``plan_items`` refuses a text with no features (empty, white space, only symbols) and a
+    text longer than ``max_text_length``."""
     explicit = None if max_distance is None else check_radius(max_distance)
     return plan_items(
-        raw, preset=preset, policy=policy, max_distance=store_radius, explicit=explicit
+        raw,
+        preset=preset,
+        policy=policy,
+        max_distance=store_radius,
+        explicit=explicit,
+        max_text_length=max_text_length,
     )
 
 
@@ -631,10 +647,11 @@ def _plan_batch(
     policy: Policy,
     store_radius: int,
     max_distance: int | None,
+    max_text_length: int = MAX_TEXT_LENGTH,
 ) -> list[Item]:
     """``_plan`` of an add_many batch (module level: a worker process runs it)."""
     triples = [(key, text, value) for key, text, value, _at in raw]
-    items = _plan(triples, preset, policy, store_radius, max_distance)
+    items = _plan(triples, preset, policy, store_radius, max_distance, max_text_length)
     for item in items:  # signed: not needed again, and not worth a trip back from a worker
         item.normalised = None
     return items

@@ -180,3 +180,26 @@ def test_the_middleware_answers_a_key_conflict_409_and_invalid_input_422(tmp_pat
     assert invalid["type"] == "InvalidInput" and "255" in invalid["error"]
     for _status, body in results[3:]:  # emoji or punctuation only: not a duplicate of e1
         assert "no words or characters" in json.loads(body)["error"]
+
+
+def test_max_text_length_is_a_setting(tmp_path: Path) -> None:
+    database: dict[str, object] = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(tmp_path / "django.db"),
+    }
+    make_project(tmp_path, database, {"MAX_TEXT_LENGTH": "30"})
+    assert manage(tmp_path, "migrate").returncode == 0
+    script = (
+        "from simstore.contrib.django import get_store\n"
+        "from simstore.errors import InvalidInput\n"
+        "store = get_store()\n"
+        "try:\n"
+        f"    store.add({TEXT * 2!r}, key='long')\n"
+        "except InvalidInput as error:\n"
+        "    print('RESULT', store.max_text_length, error)\n"
+    )
+    shell = manage(tmp_path, "shell", "-c", script)
+    assert shell.returncode == 0, shell.stderr
+    result = [line for line in shell.stdout.splitlines() if line.startswith("RESULT")]
+    assert len(result) == 1 and result[0].startswith("RESULT 30 ")
+    assert "more than the limit of 30" in result[0]

@@ -50,6 +50,7 @@ class Settings:
     long_threshold: float | None = None
     policy_options: tuple[tuple[str, str], ...] = ()  # --policy-option KEY=VALUE, in order
     keep: str | None = None  # the retention window (SimStore keep): rows older never match
+    max_text_length: int | None = None  # None: SimStore's default (MAX_TEXT_LENGTH)
 
 
 class Failure(click.ClickException):
@@ -264,6 +265,13 @@ an error is also a JSON document on stdout: {"error": ..., "exit_code": ...}."""
     "[default: none, everything matches]. On a partitioned PostgreSQL database, a window no "
     "longer than the database's silences its warning.",
 )
+@click.option(
+    "--max-text-length",
+    type=click.IntRange(min=1),
+    metavar="CHARS",
+    help="The longest text accepted, in characters; a longer one is refused (a bad record) "
+    "[default: 1,000,000].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no ingest/dedup summary.")
 @click.option("--debug", is_flag=True, help="Log to stderr and show tracebacks of errors.")
@@ -278,6 +286,7 @@ def main(
     long_threshold: float | None,
     policy_options: tuple[str, ...],
     keep: str | None,
+    max_text_length: int | None,
     as_json: bool,
     quiet: bool,
     debug: bool,
@@ -303,6 +312,7 @@ def main(
         long_threshold,
         tuple(_option_pair(option) for option in policy_options),
         keep,
+        max_text_length,
     )
 
 
@@ -367,6 +377,8 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
         check_text_radius(policy or DEFAULT_POLICY, given.get("max_distance"))
     if settings.keep is not None:
         given["keep"] = parse_duration(settings.keep)
+    if settings.max_text_length is not None:
+        given["max_text_length"] = settings.max_text_length
     if settings.preset is not None:
         get_preset(settings.preset)
     if not create:
