@@ -55,7 +55,7 @@ from simstore.storage._finder import LOOKUPS, Finder, Rule
 from simstore.storage._namespace import open_namespace, prepare_schema, warn_about_partitions
 from simstore.storage._writer import Writer
 from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
-from simstore.storage.retention import parse_duration, utc_naive
+from simstore.storage.retention import parse_duration, partition_of, utc_naive
 from simstore.storage.schema import decisions, fingerprints
 from simstore.text import minhash
 from simstore.text.encoding import from_signed
@@ -328,6 +328,7 @@ class SimStore:
         """Check and insert in one atomic step: kept, or a near-duplicate of an earlier key."""
         item = self._items([(key, text, fingerprint)], max_distance)[0]
         moment = utc_naive(at)
+        partition_of(moment, self.partition_seconds)  # refuses a time past the partition numbers
         probe = None
         if self._connections.dialect == "postgresql" and item.radius <= BAND_LOCK_MAX_RADIUS:
             probe = [
@@ -402,6 +403,8 @@ class SimStore:
             items = planned()
             batch_moment = utc_naive(at)  # one transaction, one moment, unless an item says
             moments = [batch_moment if when is None else utc_naive(when) for *_, when in raw]
+            for moment in set(moments):
+                partition_of(moment, self.partition_seconds)  # before anything is written
             with self._connections.transaction() as conn:
                 lock_for_write(conn, self.ns_id, None, namespace=self.namespace)
                 decided = self._writer.decide(conn, items, moments, self._rule())
