@@ -104,6 +104,7 @@ def _without_password(message: str, url: str) -> str:
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program Ctrl-C stopped
+EXIT_TERMINATED = 143  # 128 + SIGTERM: stopped by kill or a service manager, as Ctrl-C would
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what ``yes | head`` reports; the run did not finish
 
 
@@ -111,6 +112,12 @@ class Interrupted(Failure):
     """Ctrl-C: exit 130 (what was committed is said by the command that was interrupted)."""
 
     exit_code = EXIT_INTERRUPTED
+
+
+class Terminated(Failure):
+    """SIGTERM during ingest or dedup: exit 143, after saying what was committed."""
+
+    exit_code = EXIT_TERMINATED
 
 
 def _quiet_broken_pipe() -> None:
@@ -209,6 +216,7 @@ Exit codes:
   4  invalid input (bad text, key, preset, policy, distance or duration)
   5  an optional dependency is missing: the message gives the pip line of its extra
   130  interrupted (Ctrl-C); ingest and dedup say how many records were committed
+  143  terminated (SIGTERM) during ingest or dedup: as Ctrl-C, with its own code
   141  stdout was closed before the end (e.g. piped into head); nothing is printed
 
 A TEXT that starts with '-' goes after '--', which ends the options: simstore query -- '-20% off'.
