@@ -41,6 +41,7 @@ from simstore.policy.batch import plan_items
 from simstore.policy.probes import band_values
 from simstore.policy.validate import (
     MAX_NAMESPACE_LENGTH,
+    MAX_TEXT_LENGTH,
     check_int,
     check_key,
     check_name,
@@ -54,7 +55,7 @@ from simstore.storage._finder import LOOKUPS, Finder, Rule
 from simstore.storage._namespace import open_namespace, prepare_schema, warn_about_partitions
 from simstore.storage._writer import Writer
 from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
-from simstore.storage.retention import parse_duration, utc_naive
+from simstore.storage.retention import parse_duration, partition_of, utc_naive
 from simstore.storage.schema import decisions, fingerprints
 from simstore.text import minhash
 from simstore.text.encoding import from_signed
@@ -128,6 +129,8 @@ class SimStore:
     is refused under ``MinHashVerification``, whose knob is its threshold).
     ``lookup`` picks how SimHash candidates are found for radii <= 3: ``"bands"``, ``"pairs"``
     or ``"auto"`` (``simstore.policy.probes``); all three find exactly the same matches.
+    ``max_text_length`` is the longest text accepted, in characters (longer ones are refused
+    with InvalidInput; default ``simstore.policy.validate.MAX_TEXT_LENGTH``, one million).
     ``verification`` and ``min_features`` are the names before 0.3 (deprecated).
     """
 
@@ -143,6 +146,7 @@ class SimStore:
         partition: str | timedelta | float = "1h",
         policy: Policy | str | None = None,
         lookup: str = "auto",
+        max_text_length: int = MAX_TEXT_LENGTH,
         verification: Any = _UNSET,
         min_features: Any = _UNSET,
     ) -> None:
@@ -155,6 +159,8 @@ class SimStore:
             self.url = self._connections.url
             self.namespace = check_name("namespace", namespace, MAX_NAMESPACE_LENGTH)
             self.max_distance = check_radius(max_distance)
+            check_int("max_text_length", max_text_length, lowest=1)
+            self.max_text_length = max_text_length
             self.keep = None if keep is None else parse_duration(keep)
             requested = _resolve_policy(policy, verification, min_features)
             partition_length = parse_duration(partition)
@@ -223,7 +229,9 @@ class SimStore:
     # --- deciding ------------------------------------------------------------------------------
 
     def _items(self, raw: Sequence[tuple[Any, Any, Any]], max_distance: int | None) -> list[Item]:
-        return _plan(raw, self.preset, self.policy, self.max_distance, max_distance)
+        return _plan(
+            raw, self.preset, self.policy, self.max_distance, max_distance, self.max_text_length
+        )
 
     def _rule(self) -> Rule:
         return Rule(self.policy, self.max_distance)
@@ -320,6 +328,7 @@ class SimStore:
         """Check and insert in one atomic step: kept, or a near-duplicate of an earlier key."""
         item = self._items([(key, text, fingerprint)], max_distance)[0]
         moment = utc_naive(at)
+        partition_of(moment, self.partition_seconds)  # refuses a time past the partition numbers
         probe = None
         if self._connections.dialect == "postgresql" and item.radius <= BAND_LOCK_MAX_RADIUS:
             probe = [
@@ -374,6 +383,7 @@ class SimStore:
             policy=self.policy,
             store_radius=self.max_distance,
             max_distance=max_distance,
+            max_text_length=self.max_text_length,
         )
         committed = 0
         for batch, planned in planned_ahead(_read_batches(iterator, batch_size), plan, workers):
@@ -393,6 +403,8 @@ class SimStore:
             items = planned()
             batch_moment = utc_naive(at)  # one transaction, one moment, unless an item says
             moments = [batch_moment if when is None else utc_naive(when) for *_, when in raw]
+            for moment in set(moments):
+                partition_of(moment, self.partition_seconds)  # before anything is written
             with self._connections.transaction() as conn:
                 lock_for_write(conn, self.ns_id, None, namespace=self.namespace)
                 decided = self._writer.decide(conn, items, moments, self._rule())
@@ -614,13 +626,20 @@ def _plan(
     policy: Policy,
     store_radius: int,
     max_distance: int | None,
+    max_text_length: int = MAX_TEXT_LENGTH,
 ) -> list[Item]:
     """The items of (key, text, fingerprint) triples; ``max_distance``: the caller's radius.
 
-    ``plan_items`` refuses a text with no features (empty, white space, only symbols)."""
+    ``plan_items`` refuses a text with no features (empty, white space, only symbols) and a
+    text longer than ``max_text_length``."""
     explicit = None if max_distance is None else check_radius(max_distance)
     return plan_items(
-        raw, preset=preset, policy=policy, max_distance=store_radius, explicit=explicit
+        raw,
+        preset=preset,
+        policy=policy,
+        max_distance=store_radius,
+        explicit=explicit,
+        max_text_length=max_text_length,
     )
 
 
@@ -631,10 +650,11 @@ def _plan_batch(
     policy: Policy,
     store_radius: int,
     max_distance: int | None,
+    max_text_length: int = MAX_TEXT_LENGTH,
 ) -> list[Item]:
     """``_plan`` of an add_many batch (module level: a worker process runs it)."""
     triples = [(key, text, value) for key, text, value, _at in raw]
-    items = _plan(triples, preset, policy, store_radius, max_distance)
+    items = _plan(triples, preset, policy, store_radius, max_distance, max_text_length)
     for item in items:  # signed: not needed again, and not worth a trip back from a worker
         item.normalised = None
     return items

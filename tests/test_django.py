@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.conftest import new_server_database
+from tests.conftest import new_server_database, unavailable
 
 pytestmark = pytest.mark.slow  # a Django project made and migrated in subprocesses, per database
 
@@ -180,3 +180,62 @@ def test_the_middleware_answers_a_key_conflict_409_and_invalid_input_422(tmp_pat
     assert invalid["type"] == "InvalidInput" and "255" in invalid["error"]
     for _status, body in results[3:]:  # emoji or punctuation only: not a duplicate of e1
         assert "no words or characters" in json.loads(body)["error"]
+
+
+def test_max_text_length_is_a_setting(tmp_path: Path) -> None:
+    database: dict[str, object] = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(tmp_path / "django.db"),
+    }
+    make_project(tmp_path, database, {"MAX_TEXT_LENGTH": "30"})
+    assert manage(tmp_path, "migrate").returncode == 0
+    script = (
+        "from simstore.contrib.django import get_store\n"
+        "from simstore.errors import InvalidInput\n"
+        "store = get_store()\n"
+        "try:\n"
+        f"    store.add({TEXT * 2!r}, key='long')\n"
+        "except InvalidInput as error:\n"
+        "    print('RESULT', store.max_text_length, error)\n"
+    )
+    shell = manage(tmp_path, "shell", "-c", script)
+    assert shell.returncode == 0, shell.stderr
+    result = [line for line in shell.stdout.splitlines() if line.startswith("RESULT")]
+    assert len(result) == 1 and result[0].startswith("RESULT 30 ")
+    assert "more than the limit of 30" in result[0]
+
+
+def test_a_unix_socket_host_reaches_the_real_postgresql_socket(tmp_path: Path) -> None:
+    """``HOST: "/var/run/postgresql"`` made the database name "var/run/postgresql/NAME"."""
+    socket = Path("/var/run/postgresql")
+    if not any(socket.glob(".s.PGSQL.*")):
+        unavailable(f"no PostgreSQL socket in {socket}")
+    url = make_url(new_server_database("postgresql"))
+    database: dict[str, object] = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": url.database,
+        "USER": url.username or "",
+        "HOST": str(socket),
+        "PORT": str(url.port or 5432),
+    }
+    make_project(tmp_path, database)
+    migrated = manage(tmp_path, "migrate")
+    assert migrated.returncode == 0, migrated.stderr
+    script = (
+        "from simstore.contrib.django import database_url, get_store\n"
+        "store = get_store()\n"
+        f"first = store.add({TEXT!r}, key='c1')\n"
+        f"second = store.add({EDITED!r}, key='c2')\n"
+        "print('URL', database_url())\n"
+        "print('RESULT', first.inserted, second.duplicate_of.key)\n"
+        "print('SERVER', store.engine.connect().exec_driver_sql('select inet_server_addr()')"
+        ".scalar())\n"
+    )
+    shell = manage(tmp_path, "shell", "-c", script)
+    assert shell.returncode == 0, shell.stderr
+    lines = dict(line.split(" ", 1) for line in shell.stdout.splitlines() if " " in line)
+    assert lines["RESULT"] == "True c1"
+    assert lines["URL"].endswith(f"/{url.database}?host=%2Fvar%2Frun%2Fpostgresql&port={url.port}")
+    assert lines["SERVER"] == "None"  # a Unix socket, not TCP
+    stats = manage(tmp_path, "simstore", "stats")
+    assert "kept: 1" in stats.stdout, stats.stderr

@@ -117,3 +117,13 @@ def test_importing_simstore_imports_no_framework() -> None:
     code = "import sys, simstore; print('flask' in sys.modules, 'django' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_text_past_simstore_max_text_length_is_422(tmp_path: Path) -> None:
+    app, dedup, _db = make_app(tmp_path / "app.db", SIMSTORE_MAX_TEXT_LENGTH="30")
+    with app.app_context():
+        assert dedup.store.max_text_length == 30
+    refused = app.test_client().post("/posts/long", data=POST * 2)
+    assert refused.status_code == 422
+    assert "more than the limit of 30" in refused.get_json()["error"]
+    assert app.test_client().post("/posts/short", data=POST[:30]).status_code == 201

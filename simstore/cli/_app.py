@@ -51,6 +51,7 @@ class Settings:
     long_threshold: float | None = None
     policy_options: tuple[tuple[str, str], ...] = ()  # --policy-option KEY=VALUE, in order
     keep: str | None = None  # the retention window (SimStore keep): rows older never match
+    max_text_length: int | None = None  # None: SimStore's default (MAX_TEXT_LENGTH)
 
 
 class Failure(click.ClickException):
@@ -104,6 +105,7 @@ def _without_password(message: str, url: str) -> str:
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program Ctrl-C stopped
+EXIT_TERMINATED = 143  # 128 + SIGTERM: stopped by kill or a service manager, as Ctrl-C would
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what ``yes | head`` reports; the run did not finish
 
 
@@ -111,6 +113,12 @@ class Interrupted(Failure):
     """Ctrl-C: exit 130 (what was committed is said by the command that was interrupted)."""
 
     exit_code = EXIT_INTERRUPTED
+
+
+class Terminated(Failure):
+    """SIGTERM during ingest or dedup: exit 143, after saying what was committed."""
+
+    exit_code = EXIT_TERMINATED
 
 
 def _quiet_broken_pipe() -> None:
@@ -209,6 +217,7 @@ Exit codes:
   4  invalid input (bad text, key, preset, policy, distance or duration)
   5  an optional dependency is missing: the message gives the pip line of its extra
   130  interrupted (Ctrl-C); ingest and dedup say how many records were committed
+  143  terminated (SIGTERM) during ingest or dedup: as Ctrl-C, with its own code
   141  stdout was closed before the end (e.g. piped into head); nothing is printed
 
 A TEXT that starts with '-' goes after '--', which ends the options: simstore query -- '-20% off'.
@@ -265,6 +274,13 @@ an error is also a JSON document on stdout: {"error": ..., "exit_code": ...}."""
     "[default: none, everything matches]. On a partitioned PostgreSQL database, a window no "
     "longer than the database's silences its warning.",
 )
+@click.option(
+    "--max-text-length",
+    type=click.IntRange(min=1),
+    metavar="CHARS",
+    help="The longest text accepted, in characters; a longer one is refused (a bad record) "
+    "[default: 1,000,000].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no ingest/dedup summary.")
 @click.option("--debug", is_flag=True, help="Log to stderr and show tracebacks of errors.")
@@ -279,6 +295,7 @@ def main(
     long_threshold: float | None,
     policy_options: tuple[str, ...],
     keep: str | None,
+    max_text_length: int | None,
     as_json: bool,
     quiet: bool,
     debug: bool,
@@ -304,6 +321,7 @@ def main(
         long_threshold,
         tuple(_option_pair(option) for option in policy_options),
         keep,
+        max_text_length,
     )
 
 
@@ -368,6 +386,8 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
         check_text_radius(policy or DEFAULT_POLICY, given.get("max_distance"))
     if settings.keep is not None:
         given["keep"] = parse_duration(settings.keep)
+    if settings.max_text_length is not None:
+        given["max_text_length"] = settings.max_text_length
     if settings.preset is not None:
         get_preset(settings.preset)
     if not create:

@@ -5,7 +5,8 @@ environment variables give them) and checked in one place, when the app starts.
 the default for a new one); ``THRESHOLD`` and ``LONG_THRESHOLD`` are its short and long texts'
 similarity thresholds, ``POLICY_OPTIONS`` any other option (a dict, or ``"key=value,..."``:
 ``simstore.policy.verify.policy_options``); ``MAX_DISTANCE`` is the SimHash radius, ``KEEP`` the
-retention window, ``NAMESPACE`` and ``PRESET`` as in ``SimStore``. Under a policy that decides
+retention window, ``MAX_TEXT_LENGTH`` the longest text accepted (characters), ``NAMESPACE`` and
+``PRESET`` as in ``SimStore``. Under a policy that decides
 texts by similarity (``minhash``) the radius only governs bare fingerprints, so a radius set there
 is logged as a warning that names the knob that does decide, never taken silently.
 """
@@ -21,6 +22,7 @@ from simstore.errors import InvalidInput
 from simstore.policy.validate import (
     MAX_NAMESPACE_LENGTH,
     check_fraction,
+    check_int,
     check_name,
     check_radius,
 )
@@ -39,6 +41,7 @@ KNOBS = (
     "LONG_THRESHOLD",
     "POLICY_OPTIONS",
     "MAX_DISTANCE",
+    "MAX_TEXT_LENGTH",
 )
 """The settings read here, without the host's prefix."""
 
@@ -103,6 +106,12 @@ def store_options(get: Callable[[str], Any], setting: str) -> dict[str, Any]:
     radius = get("MAX_DISTANCE")
     if radius is not None:
         knobs["max_distance"] = check("MAX_DISTANCE", lambda: check_radius(_number(radius, int)))
+    length = get("MAX_TEXT_LENGTH")
+    if length is not None:
+        knobs["max_text_length"] = check(
+            "MAX_TEXT_LENGTH",
+            lambda: check_int("max_text_length", _number(length, int), lowest=1),
+        )
     return {name: value for name, value in knobs.items() if value is not None}
 
 

@@ -8,12 +8,19 @@ database. With ``workers`` processes (0: none) the two overlap. On Linux the wor
 they never touch the inherited database connections (a worker ends with ``os._exit``, which closes
 nothing of them), and unlike ``spawn`` a fork needs no importable ``__main__`` guard in the
 caller's script. Elsewhere they are spawned (macOS's system libraries are not fork-safe).
+
+Workers die with the process that started them: on Linux each asks the kernel for SIGKILL when
+its parent ends (``prctl(PR_SET_PDEATHSIG)``), so a parent killed with -9 leaves no worker
+blocked forever on the pool's pipe (the parent is the thread that forked them: iterate
+``add_many`` from one thread, or from the thread that outlives the run).
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import multiprocessing
+import os
 import signal
 import sys
 from collections import deque
@@ -43,7 +50,9 @@ def planned_ahead(
         return
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     context = multiprocessing.get_context(method)
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
+    pool = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_worker_started, initargs=(os.getpid(),)
+    )
     pending: deque[tuple[Batch | Exception, Future[Planned] | None]] = deque()
     try:
         for batch in batches:
@@ -57,10 +66,29 @@ def planned_ahead(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ignore_interrupts() -> None:
-    """Workers leave Ctrl-C to the caller's process, which stops reading and shuts them down
-    (a terminal sends SIGINT to the whole process group)."""
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _worker_started(parent: int) -> None:
+    """Workers leave Ctrl-C (and, where they die with their parent, SIGTERM) to the caller's
+    process, which stops reading and shuts them down (a terminal sends SIGINT to the whole
+    process group, a service manager SIGTERM to the whole group)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if _die_with_parent():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.getppid() != parent:  # the parent ended before the request above was made
+        os._exit(1)
+
+
+def _die_with_parent() -> bool:
+    """Ask Linux to SIGKILL this process when its parent ends; False where that is not known."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)) == 0
+    except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+        return False
 
 
 def _handed_out(

@@ -26,7 +26,7 @@ from typing import Any
 
 from simstore.errors import InvalidInput, InvalidType
 from simstore.policy.probes import band_values
-from simstore.policy.validate import check_key, check_radius
+from simstore.policy.validate import MAX_TEXT_LENGTH, check_key, check_radius, check_text_length
 from simstore.policy.verify import DEFAULT_POLICY, Item, Kept, Policy, check_policy
 from simstore.results import preference
 from simstore.text.encoding import check_fingerprint
@@ -82,6 +82,7 @@ def plan_items(
     policy: Policy,
     max_distance: int,
     explicit: int | None = None,
+    max_text_length: int = MAX_TEXT_LENGTH,
 ) -> list[Item]:
     """Validate (key, text, fingerprint) triples and make the items the store decides.
 
@@ -89,7 +90,9 @@ def plan_items(
     punctuation, symbols or invisible characters under the default preset) is refused with
     InvalidInput: all such texts share one fingerprint, so storing them would make each a
     duplicate of the first. This is the one place every entry point (add, add_many, query,
-    batch, ingest, Spark, Flask, Django) checks it.
+    batch, ingest, Spark, Flask, Django) checks it, and that a text has at most
+    ``max_text_length`` characters (``simstore.policy.validate.MAX_TEXT_LENGTH`` by default):
+    planning costs memory and time in proportion, so one huge text could stop a whole run.
 
     Texts are fingerprinted together and planned by ``policy`` (signed in one pass); a bare
     fingerprint, or any item when ``explicit`` (a radius given to ``add`` or ``query``) is set,
@@ -102,6 +105,7 @@ def plan_items(
             raise InvalidInput(f"give exactly one of text and fingerprint (key {checked!r})")
         if value is not None:
             check_fingerprint(value)
+        check_text_length(checked, text, max_text_length)
     texts = [text for _key, text, value in raw if value is None]
     if explicit is not None and texts and not policy.decides_texts_by_distance:
         raise InvalidInput(

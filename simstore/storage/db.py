@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -104,10 +105,11 @@ SQLITE_CACHE_KIB = 65536
 SQLITE_MMAP_BYTES = 1 << 34
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, read_only: bool = False) -> None:
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute("PRAGMA journal_mode=WAL")
+        if not read_only:  # a read-only file keeps the journal mode it has
+            cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         # 64 MiB of page cache (the default is 2 MiB): the four band indexes of a few million rows
@@ -137,7 +139,8 @@ def _postgresql_session(dbapi_connection: Any, _record: Any) -> None:
 def configure_sessions(engine: Engine) -> Engine:
     """Apply simstore's session settings to every new connection of an engine it made."""
     if engine.dialect.name == "sqlite":
-        event.listen(engine, "connect", _sqlite_pragmas)
+        read_only = engine.url.query.get("mode") == "ro"
+        event.listen(engine, "connect", functools.partial(_sqlite_pragmas, read_only=read_only))
     elif engine.dialect.name == "postgresql":
         event.listen(engine, "connect", _postgresql_session)
     return engine
@@ -174,6 +177,7 @@ def create_engine_for(url: str | URL) -> Engine:
             # SimStore keeps one connection per thread that uses it (SimStore._kept_connection):
             # never make other threads wait for the pool because of them
             kwargs["max_overflow"] = -1
+            parsed = read_only_sqlite(parsed, database) or parsed
     else:
         kwargs["pool_pre_ping"] = True
         if backend in ("mysql", "mariadb") and "charset" not in parsed.query:
@@ -190,6 +194,29 @@ def create_engine_for(url: str | URL) -> Engine:
         kind = MissingExtra if hint else DatabaseUnavailable
         raise kind(f"cannot use {redact(parsed)}: {scrub(str(error), parsed)}{hint}") from error
     return configure_sessions(engine)
+
+
+def read_only_sqlite(parsed: URL, database: str) -> URL | None:
+    """The URL that opens an existing SQLite file for reading only, when this user cannot write
+    the file or its folder (None: it can, or the URL is a URI of the caller's own).
+
+    SQLite would otherwise fail every statement, reads too, with "attempt to write a readonly
+    database" (opening a WAL file writes its -shm index). ``mode=ro`` reads it; where the folder
+    cannot be written and holds no write-ahead log, ``immutable=1`` too, since no -shm file can
+    be made: SQLite then takes the file as unchanging, so a writer elsewhere (another user
+    that may write the folder) is not seen until the store is opened again. A write then fails
+    with DatabaseUnavailable that says the database was opened read-only.
+    """
+    path = os.path.abspath(database)
+    folder = os.path.dirname(path)
+    if parsed.query.get("uri") or not os.path.isfile(path):
+        return None
+    if os.access(path, os.W_OK) and os.access(folder, os.W_OK):
+        return None
+    query = {"uri": "true", "mode": "ro"}
+    if not os.access(folder, os.W_OK) and not os.path.exists(f"{path}-wal"):
+        query["immutable"] = "1"
+    return parsed.set(database=f"file:{quote(path)}").update_query_dict(query)
 
 
 # a missing driver module -> (what to write instead, or ""; simstore's extra that installs one)
@@ -276,4 +303,9 @@ def translate_errors(url: str | URL) -> Iterator[None]:
         if isinstance(error, exc.IntegrityError):
             raise
         reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+        if "readonly database" in reason:
+            reason = (
+                "the database is read-only (this user cannot write the file or its folder: "
+                "reading works, adding, purging and upgrading do not)"
+            )
         raise DatabaseUnavailable(f"database {redact(url)}: {scrub(reason, url)}") from error

@@ -17,6 +17,7 @@ _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 EPOCH = datetime(1970, 1, 1)
 LATEST = datetime(9999, 1, 1)
+MAX_PART = 2**31 - 1  # partition numbers are INT columns on every dialect
 MAX_DURATION = timedelta(days=36_500)  # a century: longer windows or partitions are mistakes
 
 
@@ -84,8 +85,18 @@ def format_duration(duration: timedelta) -> str:
 
 
 def partition_of(moment: datetime, partition_seconds: int) -> int:
-    """The partition number of a naive UTC time."""
-    return int((moment - EPOCH).total_seconds() // partition_seconds)
+    """The partition number of a naive UTC time; InvalidInput past the last number an INT column
+    holds (``MAX_PART``: with one-minute partitions, times after 6053-01-23), on every dialect
+    alike (SQLite would store it, PostgreSQL and MariaDB fail with "integer out of range")."""
+    part = int((moment - EPOCH).total_seconds() // partition_seconds)
+    if part > MAX_PART:
+        last = EPOCH + timedelta(seconds=(MAX_PART + 1) * partition_seconds - 1)
+        length = format_duration(timedelta(seconds=partition_seconds))
+        raise InvalidInput(
+            f"time {moment} is past the last one this store's {length} "
+            f"partitions can number ({last}); use a longer partition (e.g. 1h) for such times"
+        )
+    return part
 
 
 def window_start(now: datetime, keep: timedelta | None) -> datetime | None:

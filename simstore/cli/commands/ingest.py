@@ -21,6 +21,7 @@ from simstore.cli._app import (
     Failure,
     Interrupted,
     Settings,
+    Terminated,
     main,
     open_store,
 )
@@ -65,6 +66,7 @@ class Tally:
     stop_error: InvalidInput | None = None
     rejected: list[Rejected] = dataclasses.field(default_factory=list)  # the first LISTED
     interrupted: bool = False  # Ctrl-C: the input was cut short, what was read is committed
+    terminated: bool = False  # the same, by SIGTERM
 
     @property
     def committed(self) -> int:
@@ -170,18 +172,23 @@ class _StopReading(BaseException):
 
 
 class _Interrupt:
-    """Ctrl-C during ingest or dedup ends the input, not the run: the batch being written is
-    committed and the summary printed, then exit 130. A second Ctrl-C stops at once (the batch
-    being written is rolled back). Records are cut only between reads, or inside a read that
-    waits (stdin), never inside a transaction."""
+    """Ctrl-C (or SIGTERM) during ingest or dedup ends the input, not the run: the batch being
+    written is committed and the summary printed, then exit 130 (143 for SIGTERM). A second one
+    stops at once (the batch being written is rolled back). Records are cut only between reads,
+    or inside a read that waits (stdin), never inside a transaction."""
 
     def __init__(self) -> None:
         self.interrupted = False
+        self.terminated = False
         self.reading = False
 
-    def _handle(self, _signum: int, _frame: object) -> None:
+    def _handle(self, signum: int, _frame: object) -> None:
         self.interrupted = True
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # the second one is at once
+        if signum == signal.SIGTERM:
+            self.terminated = True
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the second one is at once
+        else:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         if self.reading:
             raise _StopReading
 
@@ -190,11 +197,15 @@ class _Interrupt:
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
-        previous = signal.signal(signal.SIGINT, self._handle)
+        previous = {
+            signum: signal.signal(signum, self._handle)
+            for signum in (signal.SIGINT, signal.SIGTERM)
+        }
         try:
             yield self
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def cut(self, items: Iterator[Record | Rejected]) -> Iterator[Record | Rejected]:
         """``items`` until Ctrl-C."""
@@ -301,11 +312,13 @@ def _summary(
 
 
 def _finish(tally: Tally) -> None:
-    """The exit of a run: 130 when interrupted, its read error, 1 for a strict stop or skipped
-    records, else 0."""
+    """The exit of a run: 130 when interrupted (143 by SIGTERM), its read error, 1 for a strict
+    stop or skipped records, else 0."""
     if tally.interrupted:
-        raise Interrupted(
-            f"interrupted: {tally.committed:,} record{'' if tally.committed == 1 else 's'} "
+        stop = Terminated if tally.terminated else Interrupted
+        word = "terminated" if tally.terminated else "interrupted"
+        raise stop(
+            f"{word}: {tally.committed:,} record{'' if tally.committed == 1 else 's'} "
             "committed (the same command again replays them and goes on)"
         )
     if tally.stop_error is not None:
@@ -343,6 +356,7 @@ def _add_records(
         items = interrupt.cut(read_records(paths, options, meter))
         tally = _run(store, items, options, on_decision, progress)
         tally.interrupted = interrupt.interrupted
+        tally.terminated = interrupt.terminated
     data, text = _summary(settings, paths, tally, store)
     emit(settings, {**describe, **data}, text, err=summary_to_stderr)
     return tally

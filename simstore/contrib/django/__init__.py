@@ -62,7 +62,12 @@ def configured_alias() -> str:
 
 
 def database_url(alias: str | None = None) -> str:
-    """The SQLAlchemy URL of a Django database (the one the process really uses, test DBs too)."""
+    """The SQLAlchemy URL of a Django database (the one the process really uses, test DBs too).
+
+    A ``HOST`` that starts with ``/`` is a Unix socket, as Django reads it: PostgreSQL's socket
+    directory goes in the URL's query (``?host=/var/run/postgresql``, as psycopg expects), MySQL's
+    socket file as ``?unix_socket=``; in the URL's host part it would become the database name.
+    """
     config = connections[alias or configured_alias()].settings_dict
     backend = str(config["ENGINE"]).rsplit(".", 1)[-1]
     driver = _DRIVERS.get(backend)
@@ -71,13 +76,22 @@ def database_url(alias: str | None = None) -> str:
     if driver == "sqlite":
         name = str(config["NAME"])
         return "sqlite://" if name in ("", ":memory:") else f"sqlite:///{name}"
+    host = str(config.get("HOST") or "") or None
+    port = int(config["PORT"]) if config.get("PORT") else None
+    query: dict[str, str] = {}
+    if host is not None and host.startswith("/"):  # a Unix socket's directory (or MySQL's file)
+        query = {"unix_socket": host} if driver.startswith("mysql") else {"host": host}
+        if port is not None and not driver.startswith("mysql"):
+            query["port"] = str(port)  # PostgreSQL names the socket file by it
+        host = port = None
     url = URL.create(
         driver,
         username=config.get("USER") or None,
         password=config.get("PASSWORD") or None,
-        host=config.get("HOST") or None,
-        port=int(config["PORT"]) if config.get("PORT") else None,
+        host=host,
+        port=port,
         database=config.get("NAME") or None,
+        query=query,
     )
     return url.render_as_string(hide_password=False)
 
