@@ -175,3 +175,22 @@ def test_django_reports_a_bad_setting_in_its_system_check(tmp_path: Path) -> Non
     )
     assert check.returncode != 0
     assert "simstore.E001" in check.stderr and 'SIMSTORE["KEEP"]' in check.stderr, check.stderr
+
+
+def test_a_recipe_recorded_before_an_option_existed_keeps_its_rule() -> None:
+    # the recipe migration 0012 records for 0.3's namespaces: no typos or containment option
+    from simstore.policy.verify import _BEFORE_OPTION
+
+    old = json.loads(MinHashVerification().recipe())
+    for option in _BEFORE_OPTION["minhash"]:
+        del old["params"][option]
+    adopted = policy_from_recipe(json.dumps(old))
+    assert adopted == MinHashVerification(typos=False, containment=None)
+    # under 0.3's rule two typos in short words make a look-alike; under today's they do not
+    kept = "Meet me at the old mill on the river at noon, bring the map and the lamp."
+    typo = kept.replace("mill", "mll").replace("lamp", "lmp")  # a letter dropped, twice
+    from simstore.text.similarity import replacements
+
+    # counted by hand: 0.3 took only words of four letters on both sides, so both are places
+    assert replacements(kept, typo, typos=False)[0] == 2
+    assert replacements(kept, typo)[0] == 0

@@ -410,6 +410,9 @@ class MinHashVerification(Policy):
     # this (typos, insertions and deletions do not count) make a look-alike; None: no such check.
     max_replaced: int | None = 1
     numbers_matter: bool = True  # short texts: a number replaced by another makes a new message
+    # a typo (a small edit inside a word, one changed CJK character) is no replaced word; False:
+    # only words of four letters within one edit in four are typos (simstore 0.3's rule)
+    typos: bool = True
     # short texts under ``threshold``: one (nearly) contained in the other (a header or footer
     # added, a copy cut short, sentences added) is a duplicate when the bigger holds this share of
     # the smaller's 3-grams (``containment_of_sets``) and the smaller has at least
@@ -436,7 +439,7 @@ class MinHashVerification(Policy):
         check_int("min_bands", self.min_bands, lowest=1)
         check_int("short_min_bands", self.short_min_bands, lowest=1)
         check_int("max_replaced", self.max_replaced, lowest=0, optional=True)
-        for name in ("numbers_matter", "strip_markup", "strip_social", "fold_traditional"):
+        for name in ("numbers_matter", "typos", "strip_markup", "strip_social", "fold_traditional"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInput(f"{name} must be True or False")
         if self.fold_traditional:
@@ -593,7 +596,7 @@ class MinHashVerification(Policy):
         """Whether two short texts are one template filled with other content."""
         if self.max_replaced is None and not self.numbers_matter:
             return False
-        places, numbers = replacements(a, b)
+        places, numbers = replacements(a, b, typos=self.typos)
         if self.numbers_matter and numbers:
             return True
         return self.max_replaced is not None and places > self.max_replaced
@@ -619,7 +622,7 @@ class MinHashVerification(Policy):
         elif score < self.threshold:
             reason = "score under the threshold"
         else:
-            places, numbers = replacements(item.text, kept.text)
+            places, numbers = replacements(item.text, kept.text, typos=self.typos)
             reason = f"look-alike: {places} replaced word(s)" + (
                 ", numbers differ" if numbers else ""
             )
@@ -830,6 +833,12 @@ def recipe_summary(recipe: str | None) -> str:
     return " ".join([name, *changed])
 
 
+_BEFORE_OPTION: dict[str, dict[str, object]] = {
+    "minhash": {"typos": False, "containment": None},
+}
+"""For a recipe recorded before an option existed, the value that keeps the rule it recorded."""
+
+
 def policy_from_recipe(recipe: str) -> Policy:
     """The policy a namespace recorded (``Policy.recipe``)."""
     try:
@@ -842,7 +851,8 @@ def policy_from_recipe(recipe: str) -> Policy:
             f"the namespace records policy {recipe}, which this simstore cannot make: upgrade "
             "simstore, or pass the policy explicitly"
         )
-    return policy_with(name, params)
+    older = {k: v for k, v in _BEFORE_OPTION.get(name, {}).items() if k not in params}
+    return policy_with(name, {**older, **params})
 
 
 def check_policy(policy: object) -> Policy:

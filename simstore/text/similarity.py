@@ -114,7 +114,7 @@ def tokens(text: str) -> list[str]:
 _CJK_NUMERALS = frozenset("〇零一二两三四五六七八九十百千万亿")
 
 
-def _is_typo(a: Sequence[str], b: Sequence[str]) -> bool:
+def _is_typo(a: Sequence[str], b: Sequence[str], lenient: bool = True) -> bool:
     """Whether two token runs (the two sides of a gap) differ only by typos, small edits inside
     words, not by a word put in place of another:
 
@@ -125,15 +125,17 @@ def _is_typo(a: Sequence[str], b: Sequence[str]) -> bool:
       within one edit (optimal string alignment) in four when the longer holds four characters
       (a swap across a space: ``th ecat`` for ``the cat``). ``Tom`` for ``Tim``, ``she`` for
       ``he`` are words put in place of others.
+
+    ``lenient`` False keeps only the second rule (simstore 0.3's).
     """
-    if len(a) == len(b) == 1 and _is_cjk(a[0]) and _is_cjk(b[0]):
+    if lenient and len(a) == len(b) == 1 and _is_cjk(a[0]) and _is_cjk(b[0]):
         return a[0] not in _CJK_NUMERALS and b[0] not in _CJK_NUMERALS
     if len(a) == len(b) and all(
         len(x) >= 4 and len(y) >= 4 and OSA.normalized_similarity(x, y) >= 0.75
         for x, y in zip(a, b, strict=True)
     ):
         return True
-    if any(_is_cjk(t) or t.isdigit() for t in (*a, *b)):
+    if not lenient or any(_is_cjk(t) or t.isdigit() for t in (*a, *b)):
         return False
     left, right = " ".join(a), " ".join(b)
     edits = OSA.distance(left, right, score_cutoff=2)
@@ -149,10 +151,11 @@ def _is_cjk(token: str) -> bool:
     return len(token) == 1 and bool(_CJK.match(token))
 
 
-def replacements(a: str, b: str) -> tuple[int, bool]:
+def replacements(a: str, b: str, *, typos: bool = True) -> tuple[int, bool]:
     """How two normalised texts differ by substitution: how many words of one stand in place of
     other words of the other (a run of CJK characters counts as one word; typos, insertions and
-    deletions are not substitutions), and whether one text has a number the other lacks while
+    deletions are not substitutions; ``typos`` False: only 0.3's narrower typo rule, see
+    ``_is_typo``), and whether one text has a number the other lacks while
     the other has a number the first lacks (a number replaced).
 
     The places are the gaps between the blocks of a longest common subsequence of the two token
@@ -168,14 +171,14 @@ def replacements(a: str, b: str) -> tuple[int, bool]:
     if unmatched == 0:  # only insertions, deletions or a new order: nothing stands in
         return 0, numbers
     if unmatched == 1 and len(only_left) == len(only_right) == 1:  # one word for another
-        return (0 if _is_typo(list(only_left), list(only_right)) else 1), numbers
+        return (0 if _is_typo(list(only_left), list(only_right), typos) else 1), numbers
     replaced = 0
     end_left = end_right = 0
     for block in Indel.editops(left.tokens, right.tokens).as_matching_blocks():
         # a gap holding tokens on both sides: a substitution, unless it is typos
         if block.a > end_left and block.b > end_right:
-            typos = _is_typo(left.tokens[end_left : block.a], right.tokens[end_right : block.b])
-            if not typos:
+            gap_left = left.tokens[end_left : block.a]
+            if not _is_typo(gap_left, right.tokens[end_right : block.b], typos):
                 words_old = left.words_before[block.a] - left.words_before[end_left]
                 words_new = right.words_before[block.b] - right.words_before[end_right]
                 replaced += min(words_old, words_new) or 1
