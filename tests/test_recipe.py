@@ -194,3 +194,20 @@ def test_a_recipe_recorded_before_an_option_existed_keeps_its_rule() -> None:
     # counted by hand: 0.3 took only words of four letters on both sides, so both are places
     assert replacements(kept, typo, typos=False)[0] == 2
     assert replacements(kept, typo)[0] == 0
+
+
+def test_folding_traditional_chinese_works_from_flask_settings(tmp_path: Path) -> None:
+    flask = pytest.importorskip("flask", reason="the flask extra is not installed")
+    pytest.importorskip("opencc", reason="the zh extra is not installed")
+    from simstore.contrib.flask import FlaskSimStore
+
+    app = flask.Flask(__name__)
+    app.config.update(
+        SIMSTORE_URL=f"sqlite:///{tmp_path / 'app.db'}",
+        SIMSTORE_POLICY_OPTIONS="fold_traditional=true",  # as an environment variable gives it
+    )
+    ext = FlaskSimStore(app)
+    with app.app_context():
+        assert ext.store.add(SIMPLIFIED, key="s").inserted
+        copy = ext.store.add(TRADITIONAL, key="t")
+        assert copy.duplicate_of is not None and copy.duplicate_of.key == "s"
