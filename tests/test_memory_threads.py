@@ -25,8 +25,8 @@ VOCABULARY = [f"w{n:04d}" for n in range(5_000)]
 
 def group_text(group: int, variant: int) -> str:
     """Texts of one group are near-duplicates (one word differs); other groups share nothing."""
-    words = random.Random(group).sample(VOCABULARY, 60)
-    words[30] = f"variant{variant}"
+    words = random.Random(group).sample(VOCABULARY, 100)  # over 500 characters: a long text
+    words[50] = f"variant{variant}"
     return " ".join(words)
 
 

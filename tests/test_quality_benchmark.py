@@ -58,8 +58,10 @@ def test_edits_are_seeded_and_bounded(name: str, text: str, lang: str) -> None:
         assert first == again
         if first is not None and name not in ("surface", "reorder", "typos", "mixed"):
             # added or removed material stays within the share of the level (a little slack
-            # for the spaces and ellipses an edit may add)
-            assert abs(len(first) - len(text)) <= edits.SHARE[level] * len(text) + 12
+            # for the spaces and ellipses an edit may add); the deep edits have shares of their own
+            deep = name in ("sentences_deep", "truncate_deep")
+            share = (edits.DEEP_SHARE if deep else edits.SHARE)[level]
+            assert abs(len(first) - len(text)) <= share * len(text) + 12
 
 
 def test_wrap_reaches_about_its_share() -> None:

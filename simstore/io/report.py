@@ -118,10 +118,13 @@ def gather(
         nearest = _with_kept_texts(conn, store.ns_id, nearest)
         probe = reader.recent_kept(conn, PROBED_KEPT)
     refused = _refused(store, probe, sample)
-    if source is not None and nearest:
-        nearest = _with_source(nearest, source, store.policy, store.max_distance)
     if source is not None:
-        biggest = _clusters_with_source(biggest, source, store.policy, store.max_distance)
+        # one request for every key the page needs (the source may be a file read once)
+        wanted = frozenset(key for near in nearest for key in (near.key, near.duplicate_of))
+        wanted |= {c.key for c in biggest if c.text is None and c.kept_at is not None}
+        found = _source_texts(source, wanted) if wanted else {}
+        nearest = _with_source(nearest, found, store.policy, store.max_distance)
+        biggest = _clusters_with_source(biggest, found, store.policy, store.max_distance)
     return Report(
         namespace=store.namespace,
         database=redact(store.url),
@@ -496,13 +499,9 @@ def _source_texts(texts: Texts, wanted: frozenset[str]) -> dict[str, str]:
 
 
 def _clusters_with_source(
-    clusters: tuple[Cluster, ...], texts: Texts, policy: Policy, max_distance: int
+    clusters: tuple[Cluster, ...], found: Mapping[str, str], policy: Policy, max_distance: int
 ) -> tuple[Cluster, ...]:
     """Clusters whose kept text the store does not keep (long texts) get it from the source."""
-    wanted = frozenset(c.key for c in clusters if c.text is None and c.kept_at is not None)
-    if not wanted:
-        return clusters
-    found = _source_texts(texts, wanted)
     return tuple(
         dataclasses.replace(c, text=compared_text(policy, found[c.key], max_distance))
         if c.key in found and c.text is None
@@ -512,11 +511,8 @@ def _clusters_with_source(
 
 
 def _with_source(
-    nearest: tuple[Near, ...], texts: Texts, policy: Policy, max_distance: int
+    nearest: tuple[Near, ...], found: Mapping[str, str], policy: Policy, max_distance: int
 ) -> tuple[Near, ...]:
-    wanted = frozenset(key for near in nearest for key in (near.key, near.duplicate_of))
-    found = _source_texts(texts, wanted)
-
     def compared(key: str) -> str | None:
         text = found.get(key)
         return None if text is None else compared_text(policy, text, max_distance)

@@ -577,7 +577,9 @@ class MinHashVerification(Policy):
         if min(len(left), len(right)) < self.min_contained * max(len(left), len(right)):
             return None
         contained = containment_of_sets(left, right)
-        return contained if contained >= self.containment else None
+        # a stricter threshold is stricter for containment too: two texts of one size that
+        # differ by an edit have a containment above their Jaccard, and must not slip past it
+        return contained if contained >= max(self.containment, self.threshold) else None
 
     def least_equal_values(self) -> int:
         """The values an estimate of the lowest of ``prefilter``, ``long_threshold`` and
