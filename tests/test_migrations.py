@@ -4,6 +4,7 @@ carrying the scripts."""
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -153,9 +154,12 @@ def test_the_built_wheel_ships_the_migrations_and_works_in_a_fresh_venv(tmp_path
         print(m.current("sqlite:///wheel.db"))
         """
     )
+    # the installed wheel alone: a PYTHONPATH pointing at a checkout would import that instead
+    alone = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     result = subprocess.run(
-        [str(python), "-c", script], cwd=tmp_path, check=True, capture_output=True, text=True
+        [str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True, env=alone
     )
+    assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == migrate.head()
 
 
