@@ -156,25 +156,24 @@ PROBED_KEPT = 200
 
 def _refused(store: SimStore, keys: Sequence[str], sample: int) -> tuple[Refused, ...]:
     """The refused candidate nearest its bar of each kept key, nearest first (a query each)."""
-    found = []
+    found: list[tuple[float, str, Refused]] = []
     for key in keys:
         for judged in store.near_misses(key, limit=1):
             if not judged.matched:
-                found.append(judged_pair(key, judged))
-    found.sort(key=lambda pair: (abs(pair[0].score - pair[0].threshold), pair[0].key))
-    shown = [refused for refused, _ in found[: min(sample, 50)]]
+                found.append((judged.margin, key, _as_refused(key, judged)))
+    found.sort(key=lambda entry: entry[:2])
+    shown = [refused for _, _, refused in found[: min(sample, 50)]]
     texts = {key: store.kept_text(key) for r in shown for key in (r.key, r.candidate)}
     return tuple(
         dataclasses.replace(r, kept_text=texts[r.candidate], new_text=texts[r.key]) for r in shown
     )
 
 
-def judged_pair(key: str, judged: Judged) -> tuple[Refused, Judged]:
+def _as_refused(key: str, judged: Judged) -> Refused:
     measure = DISTANCE_MEASURE if judged.measure == "distance" else judged.measure
-    refused = Refused(
+    return Refused(
         key, judged.key, measure, judged.score, judged.threshold, judged.reason, judged.added_at
     )
-    return refused, judged
 
 
 def render(report: Report) -> str:
