@@ -125,7 +125,8 @@ def load_pool(pairs: Path) -> None:
         TEMPLATES.append((lang, len(text)))
         for piece in _SENTENCE[lang].findall(text):
             piece = piece.strip()
-            if len(piece) >= 4:
+            # a table's frame line has nothing to compare: a text of frames only is refused
+            if len(piece) >= 4 and any(character.isalnum() for character in piece):
                 sentences[lang].setdefault(piece)
     SENTENCES.update({lang: list(found) for lang, found in sentences.items()})
 

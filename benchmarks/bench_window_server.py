@@ -24,6 +24,7 @@ this process's memory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
 import subprocess
@@ -125,12 +126,33 @@ def main() -> None:
     parser.add_argument(
         "--keep-database", action="store_true", help="leave the filled database for inspection"
     )
+    parser.add_argument(
+        "--reuse",
+        metavar="DATABASE",
+        help="measure a database a --keep-database --no-purge run of the same --rows filled",
+    )
+    parser.add_argument("--no-purge", action="store_true", help="leave day 1 in the database")
+    parser.add_argument(
+        "--round",
+        type=int,
+        default=0,
+        help="on a reused database: texts and keys of their own (1, 2, ...) for each new run",
+    )
     args = parser.parse_args()
     load_pool(args.pairs)
     result: dict[str, Any] = {"rows": args.rows}
-    with scratch_database(args.url, "simstore_window", keep=args.keep_database) as url:
-        print(f"filling {make_url(url).database} with {args.rows:,} texts through add_many")
-        result["fill"] = fill(url, args.rows, args.workers)
+    if args.reuse:
+        reused = make_url(args.url).set(database=args.reuse)
+        database = contextlib.nullcontext(reused.render_as_string(hide_password=False))
+    else:
+        database = scratch_database(args.url, "simstore_window", keep=args.keep_database)
+    with database as url:
+        if args.reuse:
+            with SimStore(url, keep="2d") as store:
+                result["fill"] = {"kept": store.stats().kept, "reused": args.reuse}
+        else:
+            print(f"filling {make_url(url).database} with {args.rows:,} texts through add_many")
+            result["fill"] = fill(url, args.rows, args.workers)
         print(f"  {result['fill']}", flush=True)
         title, sizes = server_sizes(url)
         kept = result["fill"]["kept"]
@@ -138,21 +160,24 @@ def main() -> None:
         result["bytes_per_kept"] = round(sum(size for _t, _n, size in sizes) / kept)
         result["load"] = wait_for_quiet(10)
         with SimStore(url, keep="2d") as store:
-            measure(store, workload(args.rows, 20, 9), "query", "w")  # statements prepared
+            salt = 10 * args.round  # a reused database holds the adds of earlier rounds
+            measure(store, workload(args.rows, 20, salt + 9), "query", "w")  # statements prepared
             if args.server_control:
-                for salt, mode, count in ((3, "query", args.queries), (4, "add", args.adds)):
+                for extra, mode, count in ((3, "query", args.queries), (4, "add", args.adds)):
                     restart_cold(url, args.server_control)
-                    texts = workload(args.rows, count, salt)
-                    result[f"{mode}_cold"] = measure(store, texts, mode, "cold")
+                    texts = workload(args.rows, count, salt + extra)
+                    result[f"{mode}_cold"] = measure(store, texts, mode, f"cold{args.round}-")
                     print(f"  {mode} (cold: server restarted, files dropped from the page "
                           f"cache): {result[f'{mode}_cold']}", flush=True)  # fmt: skip
             for mode, count in (("query", args.queries), ("add", args.adds)):
-                measure(store, workload(args.rows, 200, 7 if mode == "query" else 8), mode, "w")
-                texts = workload(args.rows, count, 1 if mode == "query" else 2)
-                result[f"{mode}_warm"] = measure(store, texts, mode, "timed")
+                warm_up = workload(args.rows, 200, salt + (7 if mode == "query" else 8))
+                measure(store, warm_up, mode, f"w{args.round}-")
+                texts = workload(args.rows, count, salt + (1 if mode == "query" else 2))
+                result[f"{mode}_warm"] = measure(store, texts, mode, f"timed{args.round}-")
                 print(f"  {mode} (warm): {result[f'{mode}_warm']}", flush=True)
-        result["purge_day1"] = purge_day1(url)
-        print(f"  purge of day 1 at the end of day 3: {result['purge_day1']}", flush=True)
+        if not args.no_purge:
+            result["purge_day1"] = purge_day1(url)
+            print(f"  purge of day 1 at the end of day 3: {result['purge_day1']}", flush=True)
         result["memory_mib"] = memory()
         print(f"  memory: {result['memory_mib']}", flush=True)
         print(f"  at {END_OF_DAY2} (queries and adds), {DAY3_ENDS} (purge)")

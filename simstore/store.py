@@ -54,6 +54,7 @@ from simstore.storage._connections import Connections
 from simstore.storage._finder import LOOKUPS, Finder, Rule
 from simstore.storage._namespace import open_namespace, prepare_schema, warn_about_partitions
 from simstore.storage._writer import Writer
+from simstore.storage.db import check_relaxed_commit
 from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
 from simstore.storage.retention import parse_duration, partition_of, utc_naive
 from simstore.storage.schema import decisions, fingerprints
@@ -131,6 +132,10 @@ class SimStore:
     or ``"auto"`` (``simstore.policy.probes``); all three find exactly the same matches.
     ``max_text_length`` is the longest text accepted, in characters (longer ones are refused
     with InvalidInput; default ``simstore.policy.validate.MAX_TEXT_LENGTH``, one million).
+    ``synchronous_commit`` False (PostgreSQL, a URL only) trades the last instants of durability
+    for speed: the store's sessions commit without waiting for the server's WAL flush, so a
+    crash of the server may lose the adds of its last moments (never half of one, never a
+    corrupt table); the default leaves each commit as durable as the server is configured.
     ``verification`` and ``min_features`` are the names before 0.3 (deprecated).
     """
 
@@ -147,10 +152,17 @@ class SimStore:
         policy: Policy | str | None = None,
         lookup: str = "auto",
         max_text_length: int = MAX_TEXT_LENGTH,
+        synchronous_commit: bool = True,
         verification: Any = _UNSET,
         min_features: Any = _UNSET,
     ) -> None:
-        self._connections = Connections(bind)
+        if not isinstance(synchronous_commit, bool):
+            raise InvalidType(
+                f"synchronous_commit must be True or False, not {type(synchronous_commit).__name__}"
+            )
+        if not synchronous_commit:
+            check_relaxed_commit(bind)
+        self._connections = Connections(bind, synchronous_commit=synchronous_commit)
         # a store dropped without close() releases its connections, engine and checkpointer too
         # (the finalizer holds the connections, never the store: no cycle keeps a store alive)
         self._release = weakref.finalize(self, self._connections.close)
@@ -336,13 +348,17 @@ class SimStore:
                 for band, values in band_values(item.fingerprint, item.radius).items()
                 for value in values
             ]
+        rule = self._rule()
+
+        def decide(conn: Connection) -> Decision:
+            unsigned = lock_for_write(
+                conn, self.ns_id, probe, item.key, item.band_keys, namespace=self.namespace
+            )
+            return self._writer.decide(conn, [item], [moment], rule, unsigned)[0]
+
         for _attempt in range(5):
             try:
-                with self._connections.transaction() as conn:
-                    lock_for_write(
-                        conn, self.ns_id, probe, item.key, item.band_keys, namespace=self.namespace
-                    )
-                    return self._writer.decide(conn, [item], [moment], self._rule())[0]
+                return self._connections.write(decide)
             except exc.IntegrityError:
                 # the same key raced in from elsewhere: the retry finds its decision
                 log.debug("integrity error adding %r, retrying", item.key)
@@ -405,9 +421,13 @@ class SimStore:
             moments = [batch_moment if when is None else utc_naive(when) for *_, when in raw]
             for moment in set(moments):
                 partition_of(moment, self.partition_seconds)  # before anything is written
-            with self._connections.transaction() as conn:
-                lock_for_write(conn, self.ns_id, None, namespace=self.namespace)
-                decided = self._writer.decide(conn, items, moments, self._rule())
+            rule = self._rule()
+
+            def decide(conn: Connection) -> list[Decision]:
+                unsigned = lock_for_write(conn, self.ns_id, None, namespace=self.namespace)
+                return self._writer.decide(conn, items, moments, rule, unsigned)
+
+            decided = self._connections.write(decide)
             if len(raw) >= ANALYZE_BATCH_ROWS:
                 maintenance.refresh_statistics(self._connections)
             return decided

@@ -1,8 +1,11 @@
-"""How many round trips a query costs on the servers, counted by the servers' own means.
+"""How many round trips a query and an add cost on the servers, counted by the servers' own means.
 
 A query with text under the default policy, in a namespace of signed texts, is one statement:
 its candidates by shared band keys come back with their details. Nothing else travels: no
-ping, no isolation level set and reset, no COMMIT, no rollback on return. PostgreSQL: the
+ping, no isolation level set and reset, no COMMIT, no rollback on return. An add is its lock
+statement (which also proves the namespace exists and reads its unsigned-rows flag), the
+lookup of its key's earlier decision, its candidates, its inserts and the transaction's BEGIN
+(PostgreSQL; MariaDB begins implicitly) and COMMIT. PostgreSQL: the
 frontend messages of libpq's protocol trace (each ``Sync`` or simple ``Query`` ends a round trip).
 MariaDB: the session's ``Questions`` counter, less what the two readings of it cost themselves.
 """
@@ -30,8 +33,20 @@ def _read_connection(store: SimStore) -> Any:
     return store._connections.read(lambda conn: conn.connection.dbapi_connection)
 
 
-def _postgresql_round_trips(store: SimStore, call: Callable[[], object]) -> int:
-    raw = _read_connection(store)
+def _write_connection(store: SimStore) -> Any:
+    """The DBAPI connection the store's adds use (one thread: the pool hands out the same)."""
+    return store._connections.write(lambda conn: conn.connection.dbapi_connection)
+
+
+def _round_trips(store: SimStore, call: Callable[[], object], raw: Any = None) -> int:
+    """Round trips of ``call`` on ``raw`` (default: the queries' connection)."""
+    raw = _read_connection(store) if raw is None else raw
+    if store.engine.dialect.name == "postgresql":
+        return _postgresql_round_trips(raw, call)
+    return _mariadb_statements(raw, call)
+
+
+def _postgresql_round_trips(raw: Any, call: Callable[[], object]) -> int:
     with tempfile.TemporaryDirectory() as folder:
         trace = Path(folder) / "trace"
         with trace.open("w") as sink:
@@ -44,9 +59,7 @@ def _postgresql_round_trips(store: SimStore, call: Callable[[], object]) -> int:
     )
 
 
-def _mariadb_statements(store: SimStore, call: Callable[[], object]) -> int:
-    raw = _read_connection(store)
-
+def _mariadb_statements(raw: Any, call: Callable[[], object]) -> int:
     def questions() -> int:
         with raw.cursor() as cursor:
             cursor.execute("SHOW SESSION STATUS LIKE 'Questions'")
@@ -68,10 +81,7 @@ def test_a_text_query_is_one_round_trip(server_url: str) -> None:
     def query() -> None:
         found.append([m.key for m in store.query(FERRY + "!")])
 
-    if server_url.startswith("postgresql"):
-        trips = _postgresql_round_trips(store, query)
-    else:
-        trips = _mariadb_statements(store, query)
+    trips = _round_trips(store, query)
     store.close()
     assert found[0][0] == "ferry"
     assert trips == 1
@@ -88,9 +98,29 @@ def test_a_fingerprint_query_is_its_lookup_and_at_most_one_read_of_details(
     def query() -> None:
         store.query(fingerprint=0x0123_4567_89AB_CDEF ^ (0b101 if near else 0xFFFF_FFFF))
 
-    if server_url.startswith("postgresql"):
-        trips = _postgresql_round_trips(store, query)
-    else:
-        trips = _mariadb_statements(store, query)
+    trips = _round_trips(store, query)
     store.close()
     assert trips == (2 if near else 1)
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept", "duplicate"])
+def test_an_add_is_its_lock_lookups_inserts_and_commit(server_url: str, kept: bool) -> None:
+    store = SimStore(server_url, namespace=f"trips-{uuid.uuid4().hex[:8]}")
+    store.add(FERRY, key="ferry")
+    store.add("Apples, pears and plums ripen in the orchard at the end of the summer.", key="warm")
+    decided = []
+    text = "A new text on the river boats, their crews and cargo." if kept else FERRY + " Again."
+
+    def add() -> None:
+        decided.append(store.add(text, key="timed"))
+
+    trips = _round_trips(store, add, _write_connection(store))
+    store.close()
+    assert decided[0].inserted is kept
+    if server_url.startswith("postgresql"):
+        # BEGIN, simstore_lock_for_add, the key's decision, candidates, one INSERT, COMMIT
+        assert trips == 6
+    else:
+        # FOR UPDATE, the key's decision, candidates, the row (and the kept row's band keys
+        # in one multi-row INSERT), COMMIT
+        assert trips == (6 if kept else 5)

@@ -85,7 +85,7 @@ def _start_pysqlite_transaction(conn: Connection) -> None:
 class Connections:
     """The bind of a store, its transactions and reads, and its kept per-thread connections."""
 
-    def __init__(self, bind: object) -> None:
+    def __init__(self, bind: object, *, synchronous_commit: bool = True) -> None:
         self._engine, self._connection = resolve_bind(bind)
         self.owns_engine = isinstance(bind, (str, URL))
         self.engine: Engine = (
@@ -100,6 +100,7 @@ class Connections:
         self._all_kept: weakref.WeakSet[Connection] = weakref.WeakSet()  # every thread's, to close
         self._closed = False
         self._reader: Engine | None = None  # servers, engine of simstore's own: for lookups
+        self._writer: Engine | None = None  # and for adds (``write``)
         self._detach_checkpointer: Callable[[], None] | None = None
         path = _sqlite_file(self.engine)
         if self.owns_engine and path is not None:
@@ -109,6 +110,15 @@ class Connections:
                 sa.create_engine(
                     self.engine.url, isolation_level="AUTOCOMMIT", pool_reset_on_return=None
                 )
+            )
+            # READ COMMITTED set once per connection, no ping at checkout and no rollback at
+            # return: an add is its own statements, BEGIN and COMMIT (``write`` retries an add
+            # whose connection the server had dropped)
+            self._writer = configure_sessions(
+                sa.create_engine(
+                    self.engine.url, isolation_level="READ COMMITTED", pool_reset_on_return=None
+                ),
+                synchronous_commit=synchronous_commit,
             )
 
     @property
@@ -153,6 +163,24 @@ class Connections:
                     conn = conn.execution_options(isolation_level="READ COMMITTED")
                 with conn.begin():
                     yield conn
+
+    def write(self, work: Callable[[Connection], Result]) -> Result:
+        """``work`` in a write transaction of its own (``transaction``'s scope but on a server
+        engine of simstore's own, whose connections are not pinged first): once more on a fresh
+        connection when the server had dropped the first. ``work`` must be safe to run again
+        after a commit whose answer was lost (an add is: its key replays its decision)."""
+        if self._writer is None:
+            with self.transaction() as conn:
+                return work(conn)
+        try:
+            with translate_errors(self.engine.url), self._writer.connect() as conn, conn.begin():
+                return work(conn)
+        except DatabaseUnavailable as error:
+            cause = error.__cause__
+            if not (isinstance(cause, exc.DBAPIError) and cause.connection_invalidated):
+                raise
+        with translate_errors(self.engine.url), self._writer.connect() as conn, conn.begin():
+            return work(conn)
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Connection]:
@@ -246,5 +274,7 @@ class Connections:
             self.engine.dispose()
         if self._reader is not None:
             self._reader.dispose()
+        if self._writer is not None:
+            self._writer.dispose()
         if self._detach_checkpointer is not None:
             self._detach_checkpointer()

@@ -168,15 +168,18 @@ class Finder:
             self._rows_read_at = time.monotonic()
         return self._rows
 
-    def _has_unsigned_rows(self, conn: Connection, fresh: bool) -> bool:
+    def _has_unsigned_rows(self, conn: Connection, fresh: bool, unsigned: bool | None) -> bool:
         """Whether the namespace holds rows without a signature (read until it says yes).
 
-        An add reads it (``fresh``) after its write locks, so it sees any committed unsigned row;
-        a query, which has no isolation from concurrent adds anyway, re-reads it every second.
+        An add reads it (``fresh``) after its write locks, so it sees any committed unsigned row
+        (``unsigned``: the add's lock statement read it already); a query, which has no isolation
+        from concurrent adds anyway, re-reads it every second.
         """
         if self.unsigned_rows:
             return True
-        if fresh:  # inside an add: a dropped namespace is an error
+        if fresh and unsigned is not None:
+            self.unsigned_rows = unsigned
+        elif fresh:  # inside an add: a dropped namespace is an error
             self.unsigned_rows = require_namespace(conn, self.ns_id, self.namespace)
             self._unsigned_read_at = time.monotonic()
         elif time.monotonic() - self._unsigned_read_at > UNSIGNED_REFRESH_SECONDS:
@@ -192,16 +195,17 @@ class Finder:
         moments: Sequence[datetime],
         rule: Rule,
         fresh: bool = True,
+        unsigned: bool | None = None,
     ) -> list[list[Match]]:
         """For each item, the kept rows that match it under ``rule``, best first (``fresh``:
-        inside an add)."""
+        inside an add; ``unsigned``: the namespace's flag, if its lock statement read it)."""
         if len(items) == 1:
-            return [self._find_one(conn, items[0], moments[0], rule, fresh)]
+            return [self._find_one(conn, items[0], moments[0], rule, fresh, unsigned)]
         # Only rows kept without a signature are found by SimHash bands (Policy.by_radius; signed
         # ones by their band keys): a signed batch skips them while the namespace holds none.
         params = self._window_params(min(moments))
         near_ids: list[set[int]] = [set() for _ in items]
-        if self._searches_bands(conn, items, fresh):
+        if self._searches_bands(conn, items, fresh, unsigned):
             near_ids = self._near(items, self._simhash_rows(conn, items, params))
         by_keys: list[set[int]] = [set() for _ in items]
         if any(item.band_keys for item in items):
@@ -212,12 +216,14 @@ class Finder:
             for item, moment, near, keyed in zip(items, moments, near_ids, by_keys, strict=True)
         ]
 
-    def _searches_bands(self, conn: Connection, items: Sequence[Item], fresh: bool) -> bool:
+    def _searches_bands(
+        self, conn: Connection, items: Sequence[Item], fresh: bool, unsigned: bool | None = None
+    ) -> bool:
         """Whether SimHash band lookups may find rows for ``items``: some item is unsigned (a
         fingerprint), or the namespace holds unsigned rows (the only rows bands find)."""
         if not all(item.band_keys for item in items):
             return True
-        return self._has_unsigned_rows(conn, fresh)
+        return self._has_unsigned_rows(conn, fresh, unsigned)
 
     def _simhash_rows(
         self, conn: Connection, items: Sequence[Item], params: Mapping[str, Any]
@@ -240,11 +246,17 @@ class Finder:
         return stored
 
     def _find_one(
-        self, conn: Connection, item: Item, moment: datetime, rule: Rule, fresh: bool
+        self,
+        conn: Connection,
+        item: Item,
+        moment: datetime,
+        rule: Rule,
+        fresh: bool,
+        unsigned: bool | None,
     ) -> list[Match]:
         """``find`` for one item (every query, every single add), with no batch bookkeeping."""
         near, keyed, details = self._candidates_one(
-            conn, item, self._window_params(moment), rule, fresh
+            conn, item, self._window_params(moment), rule, fresh, unsigned
         )
         if not details:
             return []
@@ -282,12 +294,13 @@ class Finder:
         params: Mapping[str, Any],
         rule: Rule,
         fresh: bool,
+        unsigned: bool | None = None,
     ) -> tuple[set[int], set[int], dict[int, Kept]]:
         """One item's candidate ids by SimHash (``near``) and by band keys (``keyed``) and
         their rows. Most band candidates of a single item are far from it: they are dropped as
         they are read."""
         near: set[int] = set()
-        if self._searches_bands(conn, [item], fresh):
+        if self._searches_bands(conn, [item], fresh, unsigned):
             if self.uses_pairs(conn, item.radius):
                 rows = self._pair_rows(conn, item, params)
             elif item.radius <= EXACT_BAND_RADIUS:  # equality on bands 0..r: one statement

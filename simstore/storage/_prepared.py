@@ -75,8 +75,9 @@ class Prepared:
         """Execute a data-changing statement once; the rows it changed."""
         return int(self._on_cursor(conn, False, self._bind(values), rowcount=True)[0])
 
-    def run_rows(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
-        """executemany of value tuples given in ``self.names`` order (no per-row dicts)."""
+    def run_rows(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> int | None:
+        """executemany of value tuples given in ``self.names`` order (no per-row dicts); the
+        id the driver gives for an insert of one row (``lastrowid``: SQLite, MySQL), else None."""
         convert = [
             (i, self._convert[name]) for i, name in enumerate(self.names) if name in self._convert
         ]
@@ -102,7 +103,8 @@ class Prepared:
         else:
             where = [self.names.index(name) for name in self._order]
             params = [tuple(row[i] for i in where) for row in rows]
-        self._on_cursor(conn, True, params)
+        row_id: int | None = self._on_cursor(conn, True, params)[0]
+        return row_id
 
     def _on_cursor(
         self, conn: Connection, many: bool, params: Any, rowcount: bool = False
@@ -110,9 +112,12 @@ class Prepared:
         # The DBAPI cursor directly: SQLAlchemy's result machinery costs more than a SQLite lookup.
         cursor = conn.connection.cursor()
         try:
+            if many and len(params) == 1:  # executemany costs psycopg extra round trips
+                cursor.execute(self.sql, params[0])
+                return [cursor.lastrowid if conn.dialect.name != "postgresql" else None]
             if many:
                 cursor.executemany(self.sql, params)
-                return []
+                return [None]
             cursor.execute(self.sql, params)
             if rowcount:
                 return [cursor.rowcount]
@@ -270,16 +275,27 @@ def namespace_by_name(dialect: sa.Dialect) -> Prepared:
 
 
 def namespace_for_update(dialect: sa.Dialect) -> Prepared:
-    """Lock the namespace row until the transaction ends (parameter ``ns``)."""
+    """Lock the namespace row until the transaction ends (parameter ``ns``); its
+    ``unsigned_rows``."""
 
     def build() -> ClauseElement:
         return (
-            sa.select(namespaces.c.write_count)
+            sa.select(namespaces.c.unsigned_rows)
             .where(namespaces.c.id == sa.bindparam("ns"))
             .with_for_update()
         )
 
     return _cached(("for_update",), dialect, build)
+
+
+def lock_for_add(dialect: sa.Dialect) -> Prepared:
+    """PostgreSQL: an add's advisory locks and then its namespace's ``unsigned_rows`` (NULL:
+    gone), in one call of the function revision 0013 made (``simstore.storage.locking``)."""
+
+    def build() -> ClauseElement:
+        return sa.text("SELECT simstore_lock_for_add(:cls, :ns, CAST(:keys AS bigint[]))")
+
+    return _cached(("lock_for_add",), dialect, build)
 
 
 def unsigned_rows(dialect: sa.Dialect) -> Prepared:

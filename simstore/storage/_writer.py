@@ -10,7 +10,7 @@ indexed in memory, so an item also sees the items kept before it. Rows are inser
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
@@ -46,11 +46,17 @@ class Writer:
         self.finder = finder
 
     def decide(
-        self, conn: Connection, items: Sequence[Item], moments: Sequence[datetime], rule: Rule
+        self,
+        conn: Connection,
+        items: Sequence[Item],
+        moments: Sequence[datetime],
+        rule: Rule,
+        unsigned: bool | None = None,
     ) -> list[Decision]:
-        """Decide and write a batch in input order (the caller holds the write locks)."""
+        """Decide and write a batch in input order (the caller holds the write locks;
+        ``unsigned``: the namespace's flag, if the lock statement read it)."""
         earlier = self.decisions_of(conn, [item.key for item in items])
-        found = self.finder.find(conn, items, moments, rule)
+        found = self.finder.find(conn, items, moments, rule, unsigned=unsigned)
         kept_so_far = BatchIndex(rule.policy)
         kept_at: dict[int, datetime] = {}  # batch position -> time, of the items kept so far
         decided: dict[str, Decision] = {}
@@ -120,12 +126,15 @@ class Writer:
         signed: Sequence[tuple[str, int, tuple[int, ...]]],
         log_rows: Sequence[DecisionRow],
     ) -> None:
+        row_id = None
         if kept_rows:
             if not self.finder.unsigned_rows and any(r.signature is None for r in kept_rows):
                 self._mark_unsigned(conn)
-            prepared.insert_into(conn.dialect, fingerprints).run_rows(conn, kept_rows)
+            row_id = prepared.insert_into(conn.dialect, fingerprints).run_rows(conn, kept_rows)
         if signed:
-            self._insert_band_keys(conn, signed)
+            # one kept row (every single add): its id is the insert's, not read back by key
+            known = {signed[0][0]: row_id} if len(kept_rows) == 1 and row_id else {}
+            self._insert_band_keys(conn, signed, known)
         if log_rows:
             prepared.insert_into(conn.dialect, decisions).run_rows(conn, log_rows)
 
@@ -145,11 +154,16 @@ class Writer:
             self.finder.unsigned_rows = True
 
     def _insert_band_keys(
-        self, conn: Connection, kept: Sequence[tuple[str, int, tuple[int, ...]]]
+        self,
+        conn: Connection,
+        kept: Sequence[tuple[str, int, tuple[int, ...]]],
+        known: Mapping[str, int],
     ) -> None:
-        """The MinHash side-table rows of rows just inserted (their ids read back by key)."""
-        ids: dict[str, int] = {}
-        for chunk in chunks([key for key, _part, _keys in kept], prepared.MAX_IN):
+        """The MinHash side-table rows of rows just inserted (ids not ``known`` read back by
+        key)."""
+        ids: dict[str, int] = dict(known)
+        unknown = [key for key, _part, _keys in kept if key not in ids]
+        for chunk in chunks(unknown, prepared.MAX_IN):
             statement = prepared.ids_by_key(conn.dialect, prepared.padded(len(chunk)))
             params = {"ns": self.ns_id, **padded_params("k", chunk)}
             for row_id, key in statement.run(conn, params):

@@ -122,7 +122,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, read_only: bool = Fa
         cursor.close()
 
 
-def _postgresql_session(dbapi_connection: Any, _record: Any) -> None:
+def _postgresql_session(
+    dbapi_connection: Any, _record: Any, *, synchronous_commit: bool = True
+) -> None:
     # No JIT compilation: simstore's lookups are index probes of a millisecond, but the planner
     # guesses 0.5% of the table for each band-key probe (it cannot see the key), so past a few
     # hundred thousand rows their estimated cost passes jit_above_cost and every query spent ~20
@@ -131,19 +133,55 @@ def _postgresql_session(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("SELECT set_config(name, 'off', false) FROM pg_settings WHERE name = 'jit'")
+        if not synchronous_commit:  # the caller's choice (SimStore's synchronous_commit)
+            cursor.execute("SET synchronous_commit = off")
     finally:
         cursor.close()
     dbapi_connection.commit()
 
 
-def configure_sessions(engine: Engine) -> Engine:
-    """Apply simstore's session settings to every new connection of an engine it made."""
+def configure_sessions(engine: Engine, *, synchronous_commit: bool = True) -> Engine:
+    """Apply simstore's session settings to every new connection of an engine it made
+    (``synchronous_commit`` False: PostgreSQL's, off for the engine's sessions)."""
     if engine.dialect.name == "sqlite":
         read_only = engine.url.query.get("mode") == "ro"
         event.listen(engine, "connect", functools.partial(_sqlite_pragmas, read_only=read_only))
     elif engine.dialect.name == "postgresql":
-        event.listen(engine, "connect", _postgresql_session)
+        event.listen(
+            engine,
+            "connect",
+            functools.partial(_postgresql_session, synchronous_commit=synchronous_commit),
+        )
     return engine
+
+
+_RELAXED_ELSEWHERE = {
+    "sqlite": "SQLite, as simstore opens it (WAL, synchronous=NORMAL), already commits without "
+    "waiting for the disk",
+    "mysql": "MySQL/MariaDB have no such setting per session: the server's "
+    "innodb_flush_log_at_trx_commit = 2 does this for all its clients",
+}
+
+
+def check_relaxed_commit(bind: object) -> None:
+    """Refuse ``synchronous_commit=False`` where simstore cannot apply it (anything but a
+    PostgreSQL URL)."""
+    if not isinstance(bind, (str, URL)):
+        raise InvalidInput(
+            "synchronous_commit=False needs a database URL (simstore sets it on the sessions it "
+            "opens); for an Engine of yours, set it on the engine, e.g. "
+            "connect_args={'options': '-c synchronous_commit=off'}"
+        )
+    try:
+        backend = (make_url(bind) if isinstance(bind, str) else bind).get_backend_name()
+    except exc.ArgumentError:
+        return  # create_engine_for says what is wrong with the URL
+    if backend != "postgresql":
+        why = _RELAXED_ELSEWHERE.get("mysql" if backend == "mariadb" else backend, "")
+        raise InvalidInput(
+            f"synchronous_commit=False is PostgreSQL's setting, not {backend}'s"
+            + (f": {why}" if why else "")
+        )
 
 
 def create_engine_for(url: str | URL) -> Engine:

@@ -26,8 +26,11 @@ exists, and raises ``NamespaceDropped`` before writing anything when it does not
 namespace's exclusive lock, so a write either commits before the drop (whose deletes then take its
 rows) or finds the row gone. Ids are never reused (revision 0011 on SQLite; sequences elsewhere),
 so the row found is the namespace the store opened. The proof costs no extra statement on SQLite
-(the claiming UPDATE's row count) or MySQL (the row locked ``FOR UPDATE``); on PostgreSQL it
-rides on the statement that takes the key locks, whose snapshot begins after the namespace lock.
+(the claiming UPDATE's row count) or MySQL (the row locked ``FOR UPDATE``); on PostgreSQL it is
+the last statement of ``simstore_lock_for_add`` (revision 0013), the one call that takes the
+namespace's and the keys' locks, whose own snapshot begins after every lock was granted. Both
+servers' lock statements also return the namespace's ``unsigned_rows`` flag read under the
+locks, which the finder would otherwise read in a statement of its own.
 
 Queries take no locks.
 """
@@ -91,11 +94,13 @@ def lock_for_write(
     band_keys: Iterable[int] = (),
     *,
     namespace: str | None = None,
-) -> None:
+) -> bool | None:
     """Take the locks an add needs before it checks; ``probe_keys`` None means exclusive.
 
     ``band_keys`` are the add's MinHash band keys (``simstore.text.minhash``), locked with the
     probes. Raises ``NamespaceDropped`` (``namespace`` names it) when the namespace row is gone.
+    Returns whether the namespace holds rows without a signature, where the statement that
+    proved it exists read that after every lock (else None: not read).
     """
     dialect = connection.dialect.name
     if dialect == "postgresql":
@@ -105,34 +110,24 @@ def lock_for_write(
                 {"cls": _PG_NAMESPACE_CLASS, "ns": ns_id},
             )
             # a statement of its own: its snapshot begins after the lock was granted
-            require_namespace(connection, ns_id, namespace)
-            return
-        connection.execute(
-            sa.text("SELECT pg_advisory_xact_lock_shared(:cls, :ns)"),
-            {"cls": _PG_NAMESPACE_CLASS, "ns": ns_id},
-        )
+            return require_namespace(connection, ns_id, namespace)
         wanted = {_band_key(ns_id, band, value) for band, value in probe_keys}
         wanted.update(_minhash_lock(ns_id, band_key) for band_key in band_keys)
         if key is not None:
             wanted.add(_key_lock(ns_id, key))
-        keys = sorted(wanted)
-        # the namespace row is read by this statement, whose snapshot (READ COMMITTED) begins
-        # after the namespace lock above: a drop has committed before it, or waits for this add
-        exists = connection.execute(
-            sa.text(
-                "SELECT (SELECT count(pg_advisory_xact_lock(k)) "
-                "FROM unnest(CAST(:keys AS bigint[])) AS k), "
-                "EXISTS (SELECT 1 FROM simstore_namespaces WHERE id = :ns)"
-            ),
-            {"keys": keys, "ns": ns_id},
-        ).one()[1]
-        if not exists:
+        # one call (revision 0013): the namespace's shared lock, the keys' locks in sorted
+        # order, then the namespace row read by a statement whose snapshot follows every lock
+        params = {"cls": _PG_NAMESPACE_CLASS, "ns": ns_id, "keys": sorted(wanted)}
+        unsigned = prepared.lock_for_add(connection.dialect).run(connection, params)[0][0]
+        if unsigned is None:
             raise dropped(ns_id, namespace)
-        return
+        return bool(unsigned)
     if dialect in ("mysql", "mariadb"):
-        if not prepared.namespace_for_update(connection.dialect).run(connection, {"ns": ns_id}):
+        locked = prepared.namespace_for_update(connection.dialect).run(connection, {"ns": ns_id})
+        if not locked:
             raise dropped(ns_id, namespace)
-        return
+        return bool(locked[0][0])
     # SQLite (and anything else): a write first, so the database write lock is held from here on
     if not prepared.claim_namespace(connection.dialect).count(connection, {"ns": ns_id}):
         raise dropped(ns_id, namespace)
+    return None
