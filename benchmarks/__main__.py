@@ -37,6 +37,7 @@ SUITES: dict[str, dict[str, tuple[str, str]]] = {
         "window": ("bench_window", "the seeds' two-day window with bare fingerprints, SQLite"),
         "window-default": ("bench_window_default", "the two-day window, default policy, SQLite"),
         "window-server": ("bench_window_server", "the two-day window on PostgreSQL or MariaDB"),
+        "writers": ("bench_writers", "adds/s with 1-8 writer processes on each database"),
         "tail": ("bench_tail", "the slowest queries of two checkouts on one filled window"),
         "footprint": ("bench_footprint", "bytes a kept text, by table and index, any database"),
         "purge": ("bench_purge", "dropping a PostgreSQL partition against batched deletes"),

@@ -26,6 +26,7 @@ from sqlalchemy import exc
 from sqlalchemy.engine import URL, Connection, Engine
 
 from simstore.errors import DatabaseUnavailable, SimstoreError
+from simstore.storage import _prepared as prepared
 from simstore.storage._checkpoint import Checkpointer
 from simstore.storage.db import configure_sessions, redact, resolve_bind, translate_errors
 from simstore.storage.schema import namespaces
@@ -165,20 +166,29 @@ class Connections:
                     yield conn
 
     def write(self, work: Callable[[Connection], Result]) -> Result:
-        """``work`` in a write transaction of its own (``transaction``'s scope but on a server
-        engine of simstore's own, whose connections are not pinged first): once more on a fresh
-        connection when the server had dropped the first. ``work`` must be safe to run again
-        after a commit whose answer was lost (an add is: its key replays its decision)."""
+        """``work`` in a write transaction of its own (``transaction``'s scope, but on a server
+        engine of simstore's own through connections that are not pinged first): once more on a
+        fresh connection when the first statement found the connection dropped (the server had
+        closed it while it waited in the pool; nothing of ``work`` reached the server).
+        """
         if self._writer is None:
             with self.transaction() as conn:
                 return work(conn)
+        token = prepared.statements_run.set(0)
         try:
-            with translate_errors(self.engine.url), self._writer.connect() as conn, conn.begin():
-                return work(conn)
-        except DatabaseUnavailable as error:
-            cause = error.__cause__
-            if not (isinstance(cause, exc.DBAPIError) and cause.connection_invalidated):
-                raise
+            try:
+                return self._write_once(work)
+            except DatabaseUnavailable as error:
+                cause = error.__cause__
+                dropped = isinstance(cause, exc.DBAPIError) and cause.connection_invalidated
+                if prepared.statements_run.get() or not dropped:
+                    raise
+            return self._write_once(work)
+        finally:
+            prepared.statements_run.reset(token)
+
+    def _write_once(self, work: Callable[[Connection], Result]) -> Result:
+        assert self._writer is not None  # noqa: S101 - write() checked
         with translate_errors(self.engine.url), self._writer.connect() as conn, conn.begin():
             return work(conn)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import operator
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +37,9 @@ from simstore.text.encoding import BAND_BITS
 SIMHASH_FINDABLE = fingerprints.c.simhash_indexed == sa.true()
 MAX_IN = 4096  # values per IN list (SQLite allows 32766 parameters, the servers 65535)
 _CACHE_LIMIT = 512
+# statements this context ran to completion: ``Connections.write`` retries a write only when its
+# first statement found the connection dropped (the server had closed it while it was pooled)
+statements_run: ContextVar[int] = ContextVar("statements_run", default=0)
 
 
 class Prepared:
@@ -114,11 +118,14 @@ class Prepared:
         try:
             if many and len(params) == 1:  # executemany costs psycopg extra round trips
                 cursor.execute(self.sql, params[0])
+                statements_run.set(statements_run.get() + 1)
                 return [cursor.lastrowid if conn.dialect.name != "postgresql" else None]
             if many:
                 cursor.executemany(self.sql, params)
+                statements_run.set(statements_run.get() + 1)
                 return [None]
             cursor.execute(self.sql, params)
+            statements_run.set(statements_run.get() + 1)
             if rowcount:
                 return [cursor.rowcount]
             return [] if cursor.description is None else list(cursor.fetchall())
@@ -286,6 +293,15 @@ def namespace_for_update(dialect: sa.Dialect) -> Prepared:
         )
 
     return _cached(("for_update",), dialect, build)
+
+
+def namespace_lock(dialect: sa.Dialect) -> Prepared:
+    """PostgreSQL: the namespace's exclusive advisory lock (parameters ``cls``, ``ns``)."""
+
+    def build() -> ClauseElement:
+        return sa.text("SELECT pg_advisory_xact_lock(:cls, :ns)")
+
+    return _cached(("namespace_lock",), dialect, build)
 
 
 def lock_for_add(dialect: sa.Dialect) -> Prepared:

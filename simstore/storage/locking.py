@@ -40,7 +40,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from simstore.errors import NamespaceDropped
@@ -105,10 +104,8 @@ def lock_for_write(
     dialect = connection.dialect.name
     if dialect == "postgresql":
         if probe_keys is None:
-            connection.execute(
-                sa.text("SELECT pg_advisory_xact_lock(:cls, :ns)"),
-                {"cls": _PG_NAMESPACE_CLASS, "ns": ns_id},
-            )
+            exclusive = {"cls": _PG_NAMESPACE_CLASS, "ns": ns_id}
+            prepared.namespace_lock(connection.dialect).run(connection, exclusive)
             # a statement of its own: its snapshot begins after the lock was granted
             return require_namespace(connection, ns_id, namespace)
         wanted = {_band_key(ns_id, band, value) for band, value in probe_keys}
