@@ -133,6 +133,11 @@ def main() -> None:
     )
     parser.add_argument("--no-purge", action="store_true", help="leave day 1 in the database")
     parser.add_argument(
+        "--relaxed-commit",
+        action="store_true",
+        help="PostgreSQL: time with SimStore(synchronous_commit=False), the commit's flush off",
+    )
+    parser.add_argument(
         "--round",
         type=int,
         default=0,
@@ -159,7 +164,8 @@ def main() -> None:
         report(title, sizes, kept, args.rows)
         result["bytes_per_kept"] = round(sum(size for _t, _n, size in sizes) / kept)
         result["load"] = wait_for_quiet(10)
-        with SimStore(url, keep="2d") as store:
+        relaxed = {"synchronous_commit": False} if args.relaxed_commit else {}
+        with SimStore(url, keep="2d", **relaxed) as store:
             salt = 10 * args.round  # a reused database holds the adds of earlier rounds
             measure(store, workload(args.rows, 20, salt + 9), "query", "w")  # statements prepared
             if args.server_control:

@@ -11,7 +11,9 @@ Then each run adds the same ``--adds`` texts through ``SimStore.add(text)``, hal
 half near-duplicates of filled texts (``bench_window_default.workload``), dealt round-robin to P
 writer processes that start together; every process opens its own store, and the run's figure
 is all its adds over the time from the common start to the last process's end. After a run its
-keys are removed again (``SimStore.remove``), so every run meets the same kept texts.
+keys are removed again (``SimStore.remove``), so every run meets the same kept texts. The
+same runs with N threads of one process instead, through one store with ``group_commit=True``,
+show what group commit buys: the adds that arrive during a commit share the next transaction.
 
 Checked on every run: no process raised (no deadlock, no lost connection), and the decisions
 equal the one-writer run's, text for text (kept, or the duplicate of which filled text). Two new
@@ -36,6 +38,7 @@ import json
 import multiprocessing
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from multiprocessing.synchronize import Barrier
@@ -51,7 +54,6 @@ from simstore.results import Decision
 from simstore.storage import migrate
 from simstore.store import SimStore
 
-PROCESSES = (1, 2, 4, 8)
 Outcome = tuple[bool, str | None]  # kept, or the key of the text it duplicates
 
 
@@ -76,25 +78,43 @@ def _writer(
     texts: Sequence[tuple[int, str]],
     prefix: str,
     synchronous_commit: bool,
+    threads: int,
     start: Barrier,
     results: Any,
 ) -> None:
-    """One writer process: its share of the texts, added one by one after the common start."""
+    """One writer process: its share of the texts, added one by one after the common start (by
+    ``threads`` threads through one store with group commit when more than one)."""
     outcomes: dict[int, Outcome] = {}
     latencies: list[float] = []
     errors: list[str] = []
     began = ended = 0.0
-    try:
-        with SimStore(url, synchronous_commit=synchronous_commit) as store:
-            store.query(compose(0))  # statements prepared, the tokenizer's dictionary loaded
-            start.wait()
-            began = time.monotonic()
-            run_keys = {f"{prefix}{j}": j for j, _text in texts}
-            for j, text in texts:
+    run_keys = {f"{prefix}{j}": j for j, _text in texts}
+
+    def add_all(store: SimStore, share: Sequence[tuple[int, str]]) -> None:
+        try:
+            for j, text in share:
                 before = time.perf_counter()
                 decision = store.add(text, key=f"{prefix}{j}")
                 latencies.append(time.perf_counter() - before)
                 outcomes[j] = _outcome(decision, run_keys)
+        except Exception as error:  # reported, and the run fails on it
+            errors.append(f"{type(error).__name__}: {error}")
+
+    try:
+        with SimStore(
+            url, synchronous_commit=synchronous_commit, group_commit=threads > 1
+        ) as store:
+            store.query(texts[0][1])  # statements prepared, the tokenizer's dictionary loaded
+            start.wait()
+            began = time.monotonic()
+            workers = [
+                threading.Thread(target=add_all, args=(store, texts[t::threads]))
+                for t in range(threads)
+            ]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
             ended = time.monotonic()
     except Exception as error:
         errors.append(f"{type(error).__name__}: {error}")
@@ -103,9 +123,15 @@ def _writer(
 
 
 def run(
-    url: str, texts: Sequence[str], processes: int, tag: str, synchronous_commit: bool = True
+    url: str,
+    texts: Sequence[str],
+    processes: int,
+    tag: str,
+    synchronous_commit: bool = True,
+    threads: int = 1,
 ) -> dict[str, Any]:
-    """``texts`` added by ``processes`` writers at once; adds/s, latencies, decisions, errors."""
+    """``texts`` added by ``processes`` writers at once (each with ``threads`` threads); adds/s,
+    latencies, decisions, errors."""
     context = multiprocessing.get_context("spawn")
     start = context.Barrier(processes)
     results = context.Queue()
@@ -114,7 +140,7 @@ def run(
     workers = [
         context.Process(
             target=_writer,
-            args=(url, numbered[p::processes], prefix, synchronous_commit, start, results),
+            args=(url, numbered[p::processes], prefix, synchronous_commit, threads, start, results),
         )
         for p in range(processes)
     ]
@@ -134,7 +160,7 @@ def run(
         for j in range(len(texts)):
             store.remove(f"{prefix}{j}")
     return {
-        "processes": processes,
+        "writers": processes * threads,
         "adds_per_s": round(len(texts) / seconds) if seconds else 0,
         "p50_us": round(percentile(latencies, 0.5) * 1e6) if latencies else 0,
         "p99_us": round(percentile(latencies, 0.99) * 1e6) if latencies else 0,
@@ -177,9 +203,10 @@ def mariadb_flush_off(url: str) -> Iterator[None]:
 
 
 def measure_database(
-    name: str, url: str, texts: Sequence[str], processes: Sequence[int]
+    name: str, url: str, texts: Sequence[str], counts: Sequence[int]
 ) -> list[dict[str, Any]]:
-    """Every run of one database: flush on for each process count, then flush off."""
+    """Every run of one database: writer processes with the flush on, threads of one process
+    with group commit, then writer processes with the flush off (servers)."""
     rows: list[dict[str, Any]] = []
     reference: dict[int, Outcome] | None = None
     flush_off: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
@@ -188,43 +215,55 @@ def measure_database(
         relaxed = False  # SimStore(synchronous_commit=False)
     elif name == "mariadb":
         flush_off = mariadb_flush_off(url)
-    modes = [("on", True, contextlib.nullcontext())]
+    modes = [("processes", "on", True, contextlib.nullcontext())]
+    modes.append(("threads, group commit", "on", True, contextlib.nullcontext()))
     if name != "sqlite":
-        modes.append(("off", relaxed, flush_off))
-    for flush, synchronous_commit, scope in modes:
+        modes.append(("processes", "off", relaxed, flush_off))
+    for how, flush, synchronous_commit, scope in modes:
         with scope:
-            for count in processes:
-                result = run(url, texts, count, f"{flush}{count}", synchronous_commit)
+            for count in counts:
+                if how == "processes":
+                    result = run(url, texts, count, f"{flush}{count}", synchronous_commit)
+                else:
+                    result = run(url, texts, 1, f"g{count}", synchronous_commit, threads=count)
                 if reference is None:
                     reference = result["outcomes"]
                 differing = compare(reference, result.pop("outcomes"))
-                row = {"database": name, "flush": flush, **result, **differing}
+                row = {"database": name, "how": how, "flush": flush, **result, **differing}
                 rows.append(row)
                 print(
-                    f"  {name:<10} flush {flush:<3} {count} writer(s): "
+                    f"  {name:<10} {how:<21} flush {flush:<3} {count} writer(s): "
                     f"{row['adds_per_s']:>6,} adds/s  p50 {row['p50_us']:>6,} us  "
                     f"p99 {row['p99_us']:>6,} us  errors {len(row['errors'])}  differing "
                     f"{row['other']} (+{row['order_dependent']} order-dependent)",
                     flush=True,
                 )
+                for error in row["errors"][:3]:
+                    print(f"    {error}")
     return rows
 
 
-def table(rows: Sequence[dict[str, Any]], processes: Sequence[int]) -> str:
-    """The adds/s table: one line per database and flush, one column per process count."""
-    header = "| database | flush | " + " | ".join(f"{p} writer{'s' * (p > 1)}" for p in processes)
-    lines = [header + " | one writer p50 / p99 |", "|---|---|" + "---:|" * len(processes) + "---:|"]
+def table(rows: Sequence[dict[str, Any]], counts: Sequence[int]) -> str:
+    """The adds/s table: a line per database, writers and flush; a column per writer count."""
+    header = "| database | writers | flush | " + " | ".join(str(count) for count in counts)
+    lines = [header + " | one writer p50 / p99 |", "|---|---|---|" + "---:|" * (len(counts) + 1)]
     for name in dict.fromkeys(row["database"] for row in rows):
-        for flush in ("on", "off"):
+        for how, flush in (
+            ("processes", "on"),
+            ("threads, group commit", "on"),
+            ("processes", "off"),
+        ):
             mine = {
-                r["processes"]: r for r in rows if r["database"] == name and r["flush"] == flush
+                r["writers"]: r
+                for r in rows
+                if (r["database"], r["how"], r["flush"]) == (name, how, flush)
             }
             if not mine:
                 continue
-            cells = " | ".join(f"{mine[p]['adds_per_s']:,}" for p in processes)
-            one = mine[processes[0]]
+            cells = " | ".join(f"{mine[count]['adds_per_s']:,}" for count in counts)
+            one = mine[counts[0]]
             lines.append(
-                f"| {name} | {flush} | {cells} | {one['p50_us'] / 1000:.1f} / "
+                f"| {name} | {how} | {flush} | {cells} | {one['p50_us'] / 1000:.1f} / "
                 f"{one['p99_us'] / 1000:.1f} ms |"
             )
     return "\n".join(lines)
@@ -236,14 +275,14 @@ def main() -> None:
     )
     parser.add_argument("--kept", type=int, default=100_000, help="texts filled before the runs")
     parser.add_argument("--adds", type=int, default=2000, help="texts added in each run")
-    parser.add_argument("--processes", default="1,2,4,8", help="writer counts, comma-separated")
+    parser.add_argument("--writers", default="1,2,4,8", help="writer counts, comma-separated")
     parser.add_argument("--postgresql", help="a PostgreSQL server URL (a database is made on it)")
     parser.add_argument("--mysql", help="a MySQL/MariaDB server URL (a database is made on it)")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
-    processes = [int(p) for p in args.processes.split(",")]
+    counts = [int(count) for count in args.writers.split(",")]
     load_pool(args.pairs)
     texts = [text for text, _planted in workload(args.kept, args.adds, 5)]
     load = os.getloadavg()[0]
@@ -263,9 +302,9 @@ def main() -> None:
             kept = fill(url, args.kept)
             print(f"{name}: {kept:,} of {args.kept:,} kept in "
                   f"{time.perf_counter() - started:,.0f} s", flush=True)  # fmt: skip
-            rows.extend(measure_database(name, url, texts, processes))
+            rows.extend(measure_database(name, url, texts, counts))
     print()
-    print(table(rows, processes))
+    print(table(rows, counts))
     failures = [row for row in rows if row["errors"] or row["other"]]
     result = {
         "kept": args.kept,

@@ -42,6 +42,7 @@ from simstore.policy.probes import band_values
 from simstore.policy.validate import (
     MAX_NAMESPACE_LENGTH,
     MAX_TEXT_LENGTH,
+    check_bool,
     check_int,
     check_key,
     check_name,
@@ -52,6 +53,7 @@ from simstore.results import Decision, Judged, Match, Purged, Search, Stats
 from simstore.storage import maintenance
 from simstore.storage._connections import Connections
 from simstore.storage._finder import LOOKUPS, Finder, Rule
+from simstore.storage._group import GroupCommit
 from simstore.storage._namespace import open_namespace, prepare_schema, warn_about_partitions
 from simstore.storage._writer import Writer
 from simstore.storage.db import check_relaxed_commit
@@ -136,6 +138,9 @@ class SimStore:
     for speed: the store's sessions commit without waiting for the server's WAL flush, so a
     crash of the server may lose the adds of its last moments (never half of one, never a
     corrupt table); the default leaves each commit as durable as the server is configured.
+    ``group_commit`` True: adds that threads make at the same time are written together, one
+    transaction and one commit for all that arrived while the previous one committed (each
+    ``add`` still returns its own decision only after the commit; ``simstore.storage._group``).
     ``verification`` and ``min_features`` are the names before 0.3 (deprecated).
     """
 
@@ -153,15 +158,17 @@ class SimStore:
         lookup: str = "auto",
         max_text_length: int = MAX_TEXT_LENGTH,
         synchronous_commit: bool = True,
+        group_commit: bool = False,
         verification: Any = _UNSET,
         min_features: Any = _UNSET,
     ) -> None:
-        if not isinstance(synchronous_commit, bool):
-            raise InvalidType(
-                f"synchronous_commit must be True or False, not {type(synchronous_commit).__name__}"
-            )
-        if not synchronous_commit:
+        if not check_bool("synchronous_commit", synchronous_commit):
             check_relaxed_commit(bind)
+        if check_bool("group_commit", group_commit) and isinstance(bind, Connection):
+            raise InvalidInput(
+                "group_commit needs a URL or an Engine: adds on a Connection of yours are "
+                "committed when you commit it"
+            )
         self._connections = Connections(bind, synchronous_commit=synchronous_commit)
         # a store dropped without close() releases its connections, engine and checkpointer too
         # (the finalizer holds the connections, never the store: no cycle keeps a store alive)
@@ -199,6 +206,7 @@ class SimStore:
             warn_about_partitions(self._connections, namespace, self.keep)
             self._finder = Finder(opened.id, self.keep, opened.partition_seconds, lookup, namespace)
             self._writer = Writer(opened.id, self.keep, opened.partition_seconds, self._finder)
+            self._group = GroupCommit(self._write_batch, self._write_one) if group_commit else None
         except BaseException:
             self._release()
             raise
@@ -341,6 +349,12 @@ class SimStore:
         item = self._items([(key, text, fingerprint)], max_distance)[0]
         moment = utc_naive(at)
         partition_of(moment, self.partition_seconds)  # refuses a time past the partition numbers
+        if self._group is not None:
+            return self._group.add(item, moment)
+        return self._write_one(item, moment)
+
+    def _write_one(self, item: Item, moment: datetime) -> Decision:
+        """One add in its own transaction, under the locks of its probes and keys."""
         probe = None
         if self._connections.dialect == "postgresql" and item.radius <= BAND_LOCK_MAX_RADIUS:
             probe = [
@@ -363,6 +377,16 @@ class SimStore:
                 # the same key raced in from elsewhere: the retry finds its decision
                 log.debug("integrity error adding %r, retrying", item.key)
         raise SimstoreError(f"could not add key {item.key!r}")  # pragma: no cover
+
+    def _write_batch(self, items: Sequence[Item], moments: Sequence[datetime]) -> list[Decision]:
+        """A batch in one transaction, in order, under the namespace's exclusive lock."""
+        rule = self._rule()
+
+        def decide(conn: Connection) -> list[Decision]:
+            unsigned = lock_for_write(conn, self.ns_id, None, namespace=self.namespace)
+            return self._writer.decide(conn, items, moments, rule, unsigned)
+
+        return self._connections.write(decide)
 
     def add_many(
         self,
@@ -421,13 +445,7 @@ class SimStore:
             moments = [batch_moment if when is None else utc_naive(when) for *_, when in raw]
             for moment in set(moments):
                 partition_of(moment, self.partition_seconds)  # before anything is written
-            rule = self._rule()
-
-            def decide(conn: Connection) -> list[Decision]:
-                unsigned = lock_for_write(conn, self.ns_id, None, namespace=self.namespace)
-                return self._writer.decide(conn, items, moments, rule, unsigned)
-
-            decided = self._connections.write(decide)
+            decided = self._write_batch(items, moments)
             if len(raw) >= ANALYZE_BATCH_ROWS:
                 maintenance.refresh_statistics(self._connections)
             return decided

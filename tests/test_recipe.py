@@ -141,6 +141,7 @@ def test_flask_refuses_bad_settings_when_the_app_starts(tmp_path: Path) -> None:
         ("SIMSTORE_POLICY", "bogus", "SIMSTORE_POLICY"),
         ("SIMSTORE_THRESHOLD", "high", "SIMSTORE_THRESHOLD"),
         ("SIMSTORE_POLICY_OPTIONS", "colour=red", "SIMSTORE_POLICY_OPTIONS"),
+        ("SIMSTORE_GROUP_COMMIT", "maybe", "SIMSTORE_GROUP_COMMIT"),
     ):
         app = flask.Flask(__name__)
         app.config.update(SIMSTORE_URL=f"sqlite:///{tmp_path / 'app.db'}", **{setting: value})
@@ -151,10 +152,12 @@ def test_flask_refuses_bad_settings_when_the_app_starts(tmp_path: Path) -> None:
         SIMSTORE_URL=f"sqlite:///{tmp_path / 'app.db'}",
         SIMSTORE_THRESHOLD="0.8",  # every environment variable is a string
         SIMSTORE_POLICY_OPTIONS="fold_traditional=false,strip_social=true",
+        SIMSTORE_GROUP_COMMIT="yes",
     )
     ext = FlaskSimStore(app)
     with app.app_context():
         assert ext.store.policy == MinHashVerification(threshold=0.8, strip_social=True)
+        assert ext.store._group is not None
 
 
 def test_django_reports_a_bad_setting_in_its_system_check(tmp_path: Path) -> None:

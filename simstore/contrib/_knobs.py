@@ -5,8 +5,9 @@ environment variables give them) and checked in one place, when the app starts.
 the default for a new one); ``THRESHOLD`` and ``LONG_THRESHOLD`` are its short and long texts'
 similarity thresholds, ``POLICY_OPTIONS`` any other option (a dict, or ``"key=value,..."``:
 ``simstore.policy.verify.policy_options``); ``MAX_DISTANCE`` is the SimHash radius, ``KEEP`` the
-retention window, ``MAX_TEXT_LENGTH`` the longest text accepted (characters), ``NAMESPACE`` and
-``PRESET`` as in ``SimStore``. Under a policy that decides
+retention window, ``MAX_TEXT_LENGTH`` the longest text accepted (characters), ``NAMESPACE``,
+``PRESET``, ``GROUP_COMMIT`` and ``SYNCHRONOUS_COMMIT`` as in ``SimStore`` (the last two True or
+False, or a string: true/false, yes/no, on/off, 1/0). Under a policy that decides
 texts by similarity (``minhash``) the radius only governs bare fingerprints, so a radius set there
 is logged as a warning that names the knob that does decide, never taken silently.
 """
@@ -42,6 +43,8 @@ KNOBS = (
     "POLICY_OPTIONS",
     "MAX_DISTANCE",
     "MAX_TEXT_LENGTH",
+    "GROUP_COMMIT",
+    "SYNCHRONOUS_COMMIT",
 )
 """The settings read here, without the host's prefix."""
 
@@ -66,6 +69,18 @@ def _number(value: object, kind: Callable[[str], Any]) -> Any:
         except ValueError:
             raise InvalidInput(f"takes a number, not {value!r}") from None
     return value
+
+
+_FLAGS = {"true": True, "yes": True, "on": True, "1": True}
+_FLAGS.update({"false": False, "no": False, "off": False, "0": False})
+
+
+def _flag(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _FLAGS:
+        return _FLAGS[value.strip().lower()]
+    raise InvalidInput(f"takes true or false, not {value!r}")
 
 
 def _fraction(knob: str, value: object) -> float:
@@ -112,6 +127,10 @@ def store_options(get: Callable[[str], Any], setting: str) -> dict[str, Any]:
             "MAX_TEXT_LENGTH",
             lambda: check_int("max_text_length", _number(length, int), lowest=1),
         )
+    for knob in ("GROUP_COMMIT", "SYNCHRONOUS_COMMIT"):
+        value = get(knob)
+        if value is not None:
+            knobs[knob.lower()] = check(knob, functools.partial(_flag, value))
     return {name: value for name, value in knobs.items() if value is not None}
 
 

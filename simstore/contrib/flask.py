@@ -12,6 +12,10 @@ Configuration keys (all optional):
   ``SIMSTORE_POLICY_OPTIONS`` (any other option, a dict or ``"fold_traditional=true,..."``),
   ``SIMSTORE_MAX_DISTANCE`` (None: 3), the SimHash radius, which decides texts only under the
   SimHash policies (under ``minhash`` only bare fingerprints, and setting it logs a warning).
+- ``SIMSTORE_GROUP_COMMIT`` (False): adds that the app's threads make at the same time share one
+  transaction; ``SIMSTORE_SYNCHRONOUS_COMMIT`` (True; False on PostgreSQL only): commit without
+  waiting for the server's WAL flush. As ``SimStore``'s ``group_commit`` and
+  ``synchronous_commit``.
   Strings are converted (``"0.8"``, ``"true"``), and every setting is checked by ``init_app``:
   a bad one raises ``InvalidInput`` naming it, when the app starts.
 

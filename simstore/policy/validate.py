@@ -38,6 +38,13 @@ def check_int(
     return value
 
 
+def check_bool(name: str, value: object) -> bool:
+    """``value`` if it is True or False (not a truthy string or number); else InvalidType."""
+    if not isinstance(value, bool):
+        raise InvalidType(f"{name} must be True or False, not {type(value).__name__}")
+    return value
+
+
 def check_fraction(name: str, value: float | None) -> None:
     """A threshold in [0, 1] (None passes: "not used")."""
     if value is None:

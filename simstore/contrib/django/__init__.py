@@ -7,7 +7,9 @@ database named by ``DATABASE``, itself ``"default"``, translated to an SQLAlchem
 and ``LONG_THRESHOLD`` (short and long texts' similarity; default: the policy's own),
 ``POLICY_OPTIONS`` (any other option: a dict or ``"fold_traditional=true,..."``) and
 ``MAX_DISTANCE`` (3, the SimHash radius: it decides texts only under the SimHash policies; under
-``minhash`` only bare fingerprints, and setting it logs a warning), with the meanings of
+``minhash`` only bare fingerprints, and setting it logs a warning), ``GROUP_COMMIT`` (False:
+concurrent adds share one transaction when True) and ``SYNCHRONOUS_COMMIT`` (True; False on
+PostgreSQL commits without waiting for the WAL flush), with the meanings of
 ``simstore.contrib._knobs``. A system check (``manage.py check``, run by ``runserver`` and
 ``migrate``) reports a bad setting by name when the project starts.
 
