@@ -421,3 +421,43 @@ def test_a_full_sqlite_disk_is_a_clear_error_and_writes_nothing(tmp_path: Path) 
         assert len(list(added)) == 5_000
     table = audit(url, "default")
     assert table.problems == [] and len(table.decisions) == 5_100
+
+
+def test_a_callers_engine_whose_pooled_connection_was_killed_fails_as_unavailable(
+    server_url: str,
+) -> None:
+    # a caller's Engine without pre-ping: the next write sets the isolation level on the dead
+    # connection first, which MariaDB's driver raised past SQLAlchemy as its own OperationalError
+    kind = _kind(server_url)
+    engine = sa.create_engine(server_url)
+    store = SimStore(engine, namespace=f"kill-{uuid.uuid4().hex[:8]}")
+    try:
+        assert store.add(key="before", fingerprint=FAR_A).inserted
+        with _admin(server_url) as admin:
+            before = set(_backends(admin, kind, waiting=False))
+            with engine.connect() as pooled:  # the pool's one connection, now checked out
+                pooled.exec_driver_sql("SELECT 1")
+                mine = set(_backends(admin, kind, waiting=False))
+            for backend in mine & before:
+                _kill_backend(admin, kind, backend)
+        with pytest.raises(DatabaseUnavailable, match=r"127\.0\.0\.1"):
+            store.add(key="after", fingerprint=FAR_B)
+        assert store.add(key="after", fingerprint=FAR_B).inserted  # the pool replaced it
+    finally:
+        store.close()
+        engine.dispose()
+
+
+def test_a_callers_engine_with_no_free_connection_fails_as_unavailable(server_url: str) -> None:
+    engine = sa.create_engine(server_url, pool_size=1, max_overflow=0, pool_timeout=0.2)
+    store = SimStore(engine, namespace=f"pool-{uuid.uuid4().hex[:8]}")
+    try:
+        with (
+            engine.connect(),  # the pool's only connection, held
+            pytest.raises(DatabaseUnavailable, match="no free connection"),
+        ):
+            store.add(key="waits", fingerprint=FAR_A)
+        assert store.add(key="waits", fingerprint=FAR_A).inserted
+    finally:
+        store.close()
+        engine.dispose()

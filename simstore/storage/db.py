@@ -332,12 +332,34 @@ def default_url() -> str:
     return os.environ.get("SIMSTORE_URL") or "sqlite:///simstore.db"
 
 
+_DRIVERS = frozenset({"sqlite3", "psycopg", "psycopg2", "pymysql", "MySQLdb", "mysql"})
+
+
+def _raw_driver_error(error: BaseException) -> bool:
+    """A driver's own error that SQLAlchemy did not wrap: raised while it set up a session (the
+    isolation level of a pooled connection the server had dropped, with pymysql)."""
+    return any(
+        cls.__name__ == "Error" and cls.__module__.split(".")[0] in _DRIVERS
+        for cls in type(error).__mro__
+    )
+
+
 @contextlib.contextmanager
 def translate_errors(url: str | URL) -> Iterator[None]:
     """Re-raise driver errors about reaching or using the database as DatabaseUnavailable."""
     try:
         yield
-    except exc.DBAPIError as error:
+    except exc.TimeoutError as error:  # a caller's engine whose pool has no connection free
+        reason = str(error).split(" (Background", 1)[0]
+        raise DatabaseUnavailable(
+            f"database {redact(url)}: no free connection in the engine's pool ({reason})"
+        ) from error
+    except Exception as error:
+        if not isinstance(error, exc.DBAPIError):
+            if not _raw_driver_error(error):
+                raise
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            raise DatabaseUnavailable(f"database {redact(url)}: {scrub(reason, url)}") from error
         if isinstance(error, exc.IntegrityError):
             raise
         reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
