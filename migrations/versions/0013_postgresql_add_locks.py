@@ -11,7 +11,10 @@ whose snapshot begins after every lock was granted, to see a drop or an unsigned
 committed meanwhile. Inside a VOLATILE function each statement takes a fresh snapshot at READ
 COMMITTED, so ``simstore_lock_for_add`` does all three in one call and returns the namespace's
 ``unsigned_rows`` flag (NULL: the namespace is gone). The keys are locked in the order given
-(the caller sorts them). Nothing changes on SQLite and MySQL/MariaDB.
+(the caller sorts them). Before them it takes the tables' lock, key (lock_class, 0), shared:
+partition maintenance takes it exclusively before its DDL, so an add never holds a table's lock
+that a purge's DROP waits for while it waits for one the purge holds (they deadlocked).
+Nothing changes on SQLite and MySQL/MariaDB.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ AS $body$
 DECLARE
     flag boolean;
 BEGIN
+    PERFORM pg_advisory_xact_lock_shared(lock_class, 0);
     PERFORM pg_advisory_xact_lock_shared(lock_class, ns);
     PERFORM pg_advisory_xact_lock(k) FROM unnest(keys) AS k;
     SELECT unsigned_rows INTO flag FROM simstore_namespaces WHERE id = ns;

@@ -296,12 +296,24 @@ def namespace_for_update(dialect: sa.Dialect) -> Prepared:
 
 
 def namespace_lock(dialect: sa.Dialect) -> Prepared:
-    """PostgreSQL: the namespace's exclusive advisory lock (parameters ``cls``, ``ns``)."""
+    """PostgreSQL: the tables' advisory lock shared, then the namespace's exclusive one
+    (parameters ``cls``, ``ns``; ``simstore.storage.locking``)."""
 
     def build() -> ClauseElement:
-        return sa.text("SELECT pg_advisory_xact_lock(:cls, :ns)")
+        return sa.text(
+            "SELECT pg_advisory_xact_lock_shared(:cls, 0), pg_advisory_xact_lock(:cls, :ns)"
+        )
 
     return _cached(("namespace_lock",), dialect, build)
+
+
+def tables_lock(dialect: sa.Dialect) -> Prepared:
+    """PostgreSQL: the tables' advisory lock, exclusive (parameter ``cls``): partition DDL."""
+
+    def build() -> ClauseElement:
+        return sa.text("SELECT pg_advisory_xact_lock(:cls, 0)")
+
+    return _cached(("tables_lock",), dialect, build)
 
 
 def lock_for_add(dialect: sa.Dialect) -> Prepared:

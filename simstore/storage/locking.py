@@ -32,6 +32,12 @@ namespace's and the keys' locks, whose own snapshot begins after every lock was 
 servers' lock statements also return the namespace's ``unsigned_rows`` flag read under the
 locks, which the finder would otherwise read in a statement of its own.
 
+Partition maintenance on PostgreSQL (dropping and creating partitions: DDL, which takes each
+parent table's ACCESS EXCLUSIVE lock) first takes the tables' advisory lock exclusively
+(``lock_tables``); every add takes it shared before anything else, in the same call as its other
+locks. So a DROP never waits for an add that waits for it: they used to deadlock, since an add
+reads the decisions table before the fingerprints table and a purge drops them the other way.
+
 Queries take no locks.
 """
 
@@ -65,6 +71,12 @@ def _minhash_lock(ns_id: int, band_key: int) -> int:
     """A signed 64-bit advisory key for a MinHash band key (already random) in a namespace."""
     mixed = (band_key ^ (ns_id * _NAMESPACE_SPREAD)) & 0xFFFF_FFFF_FFFF_FFFF
     return mixed - (1 << 64) if mixed >= 1 << 63 else mixed
+
+
+def lock_tables(connection: Connection) -> None:
+    """PostgreSQL: exclude every add until the transaction ends, before partition DDL."""
+    if connection.dialect.name == "postgresql":
+        prepared.tables_lock(connection.dialect).run(connection, {"cls": _PG_NAMESPACE_CLASS})
 
 
 def dropped(ns_id: int, namespace: str | None = None) -> NamespaceDropped:

@@ -21,7 +21,7 @@ from simstore.storage import partitions
 from simstore.storage._connections import Connections
 from simstore.storage._finder import chunks, padded_params
 from simstore.storage.db import translate_errors
-from simstore.storage.locking import lock_for_write
+from simstore.storage.locking import lock_for_write, lock_tables
 from simstore.storage.retention import EPOCH, partition_of, utc_aware, window_start
 from simstore.storage.schema import band_keys_in_row, decisions, fingerprints, minhash_keys
 from simstore.text import minhash
@@ -62,6 +62,7 @@ def purge(
     band_keys = partition_rows = 0
     if connections.dialect == "postgresql":
         with connections.transaction() as conn:
+            lock_tables(conn)  # no add holds a table's lock that a DROP needs, nor waits for one
             layout = partitions.read(conn)
             if layout is not None:
                 # the dropped rows' band keys are in them (band_keys_in_row): they go too

@@ -36,6 +36,7 @@ from sqlalchemy.engine import Connection
 
 from simstore.errors import InvalidInput
 from simstore.storage.db import connection_for
+from simstore.storage.locking import lock_tables
 from simstore.storage.retention import EPOCH, parse_duration, utc_naive
 from simstore.storage.schema import settings
 
@@ -121,6 +122,7 @@ def _enable(
     if window < step:
         raise InvalidInput("keep must be at least one partition interval")
     moment = utc_naive(now)
+    lock_tables(conn)  # partition DDL waits for running adds, and they for it (locking)
     existing = read(conn)
     if existing is not None:
         if existing.interval != step:
