@@ -13,6 +13,7 @@ import pytest
 from simstore.errors import InvalidInput
 from simstore.policy import batch
 from simstore.policy.verify import MinHashVerification, Policy, SimHashOnly, SimHashVerification
+from tests._workers import stored_band_keys
 from tests.conftest import StoreFactory
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus.jsonl"
@@ -135,6 +136,15 @@ def test_a_batch_result_loads_into_a_store_and_its_texts_replay(make_store: Stor
         sum(v.kept for v in verdicts),
         sum(not v.kept for v in verdicts),
     )
+    # every kept text's band keys were written (a key's replay needs none: only they let a new
+    # near-duplicate of a loaded text be found by its band keys)
+    expected = sorted(k for item, v in zip(items, verdicts, strict=True) if v.kept
+                      for k in item.band_keys)  # fmt: skip
+    with store.engine.connect() as conn:
+        assert stored_band_keys(conn, namespace=store.namespace) == expected
+    first_kept = next(k for k, v in zip(keys, verdicts, strict=True) if v.kept)
+    copy = store.add(texts[keys.index(first_kept)] + " Again.", key="copy", at=AT)
+    assert copy.duplicate_of is not None and copy.duplicate_of.key == first_kept
     again = list(store.add_many(records, at=AT))  # the corpus once more: every decision replays
     assert [(d.key, d.inserted) for d in again] == [(v.key, v.kept) for v in verdicts]
     assert store.stats().kept == report.kept
