@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+import threading
+import time
 import uuid
 from typing import Any
 
@@ -95,3 +97,57 @@ def test_racing_processes_keep_exactly_one_per_cluster(database_url: str, radius
         ).scalars()
         assert sorted(rows) == sorted(kept[0] for kept in kept_by_cluster.values())
     engine.dispose()
+
+
+FERRY = (
+    "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
+    "north pier between six and nine in the morning, and every half hour for the rest of the "
+    "day. Tickets are sold on board and at the kiosk by the car park, and bicycles travel free "
+    "of charge outside the morning rush, when the deck is kept clear for passengers with luggage."
+)
+# a near-duplicate found only by the MinHash band keys: 5 bits from FERRY with no SimHash band
+# equal (so no probe lock is shared), 6 of 16 band keys shared, Jaccard 0.85 (asserted below)
+FERRY_CUT = FERRY.replace(
+    "Tickets are sold on board and at the kiosk by the car park, and bicycles", "Bicycles"
+)
+
+
+def test_an_add_waits_for_an_uncommitted_near_duplicate_that_shares_only_band_keys(
+    server_url: str,
+) -> None:
+    # A deterministic interleaving: A has taken its locks and checked, and waits to insert (on
+    # the key of a row this test holds uncommitted); B, a near-duplicate of A's text, must then
+    # wait for A's commit instead of checking without seeing A. On PostgreSQL only the MinHash
+    # band-key locks make it wait (no SimHash probe key is shared); on MariaDB the namespace
+    # row's lock does. Without them both texts were kept, every time.
+    from simstore.text.encoding import bands
+    from tests.test_faults import _admin, _backends, _kind, _uncommitted_kept_row
+
+    namespace = f"race-{uuid.uuid4().hex[:8]}"
+    store = SimStore(server_url, namespace=namespace)
+    a, b = store._items([("a", FERRY, None), ("b", FERRY_CUT, None)], None)
+    assert all(x != y for x, y in zip(bands(a.fingerprint), bands(b.fingerprint), strict=True))
+    assert set(a.band_keys) & set(b.band_keys)
+    kind = _kind(server_url)
+    decided: dict[str, Any] = {}
+
+    def add(text: str, key: str) -> None:
+        decided[key] = store.add(text, key=key)
+
+    first = threading.Thread(target=add, args=(FERRY, "a"))
+    second = threading.Thread(target=add, args=(FERRY_CUT, "b"))
+    with _uncommitted_kept_row(server_url, namespace, "a"), _admin(server_url) as admin:
+        first.start()
+        # (InnoDB refreshes innodb_trx only after 0.1 s without readers: no faster polling)
+        while len(_backends(admin, kind, waiting=True)) < 1:  # A waits at its insert
+            assert first.is_alive()
+            time.sleep(0.2)
+        second.start()
+        while second.is_alive() and len(_backends(admin, kind, waiting=True)) < 2:
+            time.sleep(0.2)  # until B waits too, or (a missing lock) has decided already
+    first.join()
+    second.join()
+    store.close()
+    assert decided["a"].inserted
+    assert not decided["b"].inserted, "B checked without seeing A: two near-duplicates kept"
+    assert decided["b"].duplicate_of.key == "a"
