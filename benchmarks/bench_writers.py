@@ -12,8 +12,9 @@ half near-duplicates of filled texts (``bench_window_default.workload``), dealt 
 writer processes that start together; every process opens its own store, and the run's figure
 is all its adds over the time from the common start to the last process's end. After a run its
 keys are removed again (``SimStore.remove``), so every run meets the same kept texts. The
-same runs with N threads of one process instead, through one store with ``group_commit=True``,
-show what group commit buys: the adds that arrive during a commit share the next transaction.
+same runs with N threads of one process instead, through one store without and then with
+``group_commit=True``, show what group commit buys: the adds that arrive during a commit share
+the next transaction.
 
 Checked on every run: no process raised (no deadlock, no lost connection), and the decisions
 equal the one-writer run's, text for text (kept, or the duplicate of which filled text). Two new
@@ -79,11 +80,12 @@ def _writer(
     prefix: str,
     synchronous_commit: bool,
     threads: int,
+    group_commit: bool,
     start: Barrier,
     results: Any,
 ) -> None:
     """One writer process: its share of the texts, added one by one after the common start (by
-    ``threads`` threads through one store with group commit when more than one)."""
+    ``threads`` threads through one store, with ``group_commit`` or without)."""
     outcomes: dict[int, Outcome] = {}
     latencies: list[float] = []
     errors: list[str] = []
@@ -102,7 +104,7 @@ def _writer(
 
     try:
         with SimStore(
-            url, synchronous_commit=synchronous_commit, group_commit=threads > 1
+            url, synchronous_commit=synchronous_commit, group_commit=group_commit
         ) as store:
             store.query(texts[0][1])  # statements prepared, the tokenizer's dictionary loaded
             start.wait()
@@ -129,6 +131,7 @@ def run(
     tag: str,
     synchronous_commit: bool = True,
     threads: int = 1,
+    group_commit: bool = False,
 ) -> dict[str, Any]:
     """``texts`` added by ``processes`` writers at once (each with ``threads`` threads); adds/s,
     latencies, decisions, errors."""
@@ -140,7 +143,16 @@ def run(
     workers = [
         context.Process(
             target=_writer,
-            args=(url, numbered[p::processes], prefix, synchronous_commit, threads, start, results),
+            args=(
+                url,
+                numbered[p::processes],
+                prefix,
+                synchronous_commit,
+                threads,
+                group_commit,
+                start,
+                results,
+            ),
         )
         for p in range(processes)
     ]
@@ -206,7 +218,7 @@ def measure_database(
     name: str, url: str, texts: Sequence[str], counts: Sequence[int]
 ) -> list[dict[str, Any]]:
     """Every run of one database: writer processes with the flush on, threads of one process
-    with group commit, then writer processes with the flush off (servers)."""
+    without and with group commit, then writer processes with the flush off (servers)."""
     rows: list[dict[str, Any]] = []
     reference: dict[int, Outcome] | None = None
     flush_off: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
@@ -216,6 +228,7 @@ def measure_database(
     elif name == "mariadb":
         flush_off = mariadb_flush_off(url)
     modes = [("processes", "on", True, contextlib.nullcontext())]
+    modes.append(("threads", "on", True, contextlib.nullcontext()))
     modes.append(("threads, group commit", "on", True, contextlib.nullcontext()))
     if name != "sqlite":
         modes.append(("processes", "off", relaxed, flush_off))
@@ -225,7 +238,9 @@ def measure_database(
                 if how == "processes":
                     result = run(url, texts, count, f"{flush}{count}", synchronous_commit)
                 else:
-                    result = run(url, texts, 1, f"g{count}", synchronous_commit, threads=count)
+                    grouped = how == "threads, group commit"
+                    tag = f"{'g' if grouped else 't'}{count}"
+                    result = run(url, texts, 1, tag, synchronous_commit, count, grouped)
                 if reference is None:
                     reference = result["outcomes"]
                 differing = compare(reference, result.pop("outcomes"))
@@ -250,6 +265,7 @@ def table(rows: Sequence[dict[str, Any]], counts: Sequence[int]) -> str:
     for name in dict.fromkeys(row["database"] for row in rows):
         for how, flush in (
             ("processes", "on"),
+            ("threads", "on"),
             ("threads, group commit", "on"),
             ("processes", "off"),
         ):
