@@ -24,8 +24,9 @@ from simstore.policy.verify import (
     policy_with,
     recipe_summary,
 )
+from simstore.storage import migrate
 from simstore.storage.schema import namespaces
-from tests.conftest import StoreFactory
+from tests.conftest import SERVERS, StoreFactory, new_server_database
 
 LONG = (
     "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
@@ -81,8 +82,9 @@ def test_a_namespace_adopts_its_recipe_and_refuses_another(
     assert make_store(policy=MinHashVerification(threshold=0.7)).policy.threshold == 0.7  # type: ignore[attr-defined]
 
 
-def cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    database = f"sqlite:///{folder / 'store.db'}"
+def cli(folder: Path, *args: str, database: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``simstore --db DATABASE ARGS`` in ``folder`` (default: a SQLite file there)."""
+    database = database or f"sqlite:///{folder / 'store.db'}"
     return subprocess.run(
         [sys.executable, "-m", "simstore.cli", "--db", database, *args],
         cwd=folder,
@@ -99,21 +101,36 @@ def records(path: Path, texts: dict[str, str]) -> Path:
     return path
 
 
+@pytest.fixture(params=["sqlite", *SERVERS])
+def cli_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database for the command line: a SQLite file, or a new database at the schema's head
+    on each server (the CLI asks servers to be upgraded rather than upgrading them)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    url = new_server_database(str(request.param))
+    migrate.upgrade(url)
+    return url
+
+
 def test_copies_are_never_silently_kept_whatever_policy_a_later_command_names(
-    tmp_path: Path,
+    tmp_path: Path, cli_database: str
 ) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return cli(tmp_path, *args, database=cli_database)
+
     kept = {f"k{i}": f"{LONG} Notice number {i} of the harbour office." for i in range(5)}
-    assert cli(tmp_path, "ingest", str(records(tmp_path / "kept.jsonl", kept))).returncode == 0
+    made = run("ingest", str(records(tmp_path / "kept.jsonl", kept)))
+    assert made.returncode == 0, made.stderr
     copies = records(tmp_path / "copies.jsonl", {f"c{i}": t for i, t in enumerate(kept.values())})
-    refused = cli(tmp_path, "--policy", "simhash", "ingest", str(copies))
+    refused = run("--policy", "simhash", "ingest", str(copies))
     assert refused.returncode == 4, refused.stderr
     assert refused.stderr.startswith("simstore: error: namespace 'default'"), refused.stderr
     assert "refusing" in refused.stderr and "another namespace" in refused.stderr
-    query = cli(tmp_path, "--policy", "simhash", "query", kept["k0"])
+    query = run("--policy", "simhash", "query", kept["k0"])
     assert query.returncode == 4 and "refusing" in query.stderr
-    summary = json.loads(cli(tmp_path, "--json", "ingest", str(copies)).stdout)  # adopts its own
+    summary = json.loads(run("--json", "ingest", str(copies)).stdout)  # adopts its own
     assert (summary["kept"], summary["duplicates"]) == (0, 5)
-    listed = json.loads(cli(tmp_path, "--json", "namespaces").stdout)
+    listed = json.loads(run("--json", "namespaces").stdout)
     assert listed[0]["policy"]["policy"] == "minhash"
 
 
