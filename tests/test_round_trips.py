@@ -124,3 +124,17 @@ def test_an_add_is_its_lock_lookups_inserts_and_commit(server_url: str, kept: bo
         # FOR UPDATE, the key's decision, candidates, the row (and the kept row's band keys
         # in one multi-row INSERT), COMMIT
         assert trips == (6 if kept else 5)
+
+
+def test_an_add_of_a_key_already_kept_replays_without_looking_its_text_up(server_url: str) -> None:
+    # the key's recorded decision answers it: no candidate lookup, no insert
+    store = SimStore(server_url, namespace=f"trips-{uuid.uuid4().hex[:8]}")
+    store.add(FERRY, key="ferry")
+    store.add("Apples, pears and plums ripen in the orchard at the end of the summer.", key="warm")
+    decided = []
+    trips = _round_trips(store, lambda: decided.append(store.add(FERRY, key="ferry")),
+                         _write_connection(store))  # fmt: skip
+    store.close()
+    assert decided[0].replayed and decided[0].inserted
+    # PostgreSQL: BEGIN, simstore_lock_for_add, the key's decision, COMMIT; MariaDB: no BEGIN
+    assert trips == (4 if server_url.startswith("postgresql") else 3)
