@@ -116,16 +116,14 @@ class Prepared:
         # The DBAPI cursor directly: SQLAlchemy's result machinery costs more than a SQLite lookup.
         cursor = conn.connection.cursor()
         try:
-            if many and len(params) == 1:  # executemany costs psycopg extra round trips
-                cursor.execute(self.sql, params[0])
-                statements_run.set(statements_run.get() + 1)
-                return [cursor.lastrowid if conn.dialect.name != "postgresql" else None]
-            if many:
+            one_row = many and len(params) == 1  # executemany costs psycopg extra round trips
+            if many and not one_row:
                 cursor.executemany(self.sql, params)
-                statements_run.set(statements_run.get() + 1)
-                return [None]
-            cursor.execute(self.sql, params)
+            else:
+                cursor.execute(self.sql, params[0] if one_row else params)
             statements_run.set(statements_run.get() + 1)
+            if many:  # the id of a one-row insert, where the driver has one
+                return [cursor.lastrowid if one_row and conn.dialect.name != "postgresql" else None]
             if rowcount:
                 return [cursor.rowcount]
             return [] if cursor.description is None else list(cursor.fetchall())

@@ -123,8 +123,6 @@ class Writer:
         found: list[list[Match]] = [[] for _ in items]
         if not new:
             return found
-        if len(new) == len(items):
-            return self.finder.find(conn, items, moments, rule, unsigned=unsigned)
         matches = self.finder.find(
             conn, [items[p] for p in new], [moments[p] for p in new], rule, unsigned=unsigned
         )

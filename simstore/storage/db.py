@@ -354,12 +354,7 @@ def translate_errors(url: str | URL) -> Iterator[None]:
         raise DatabaseUnavailable(
             f"database {redact(url)}: no free connection in the engine's pool ({reason})"
         ) from error
-    except Exception as error:
-        if not isinstance(error, exc.DBAPIError):
-            if not _raw_driver_error(error):
-                raise
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-            raise DatabaseUnavailable(f"database {redact(url)}: {scrub(reason, url)}") from error
+    except exc.DBAPIError as error:
         if isinstance(error, exc.IntegrityError):
             raise
         reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
@@ -368,4 +363,9 @@ def translate_errors(url: str | URL) -> Iterator[None]:
                 "the database is read-only (this user cannot write the file or its folder: "
                 "reading works, adding, purging and upgrading do not)"
             )
+        raise DatabaseUnavailable(f"database {redact(url)}: {scrub(reason, url)}") from error
+    except Exception as error:
+        if not _raw_driver_error(error):
+            raise
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
         raise DatabaseUnavailable(f"database {redact(url)}: {scrub(reason, url)}") from error
