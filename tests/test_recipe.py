@@ -7,9 +7,11 @@ Opened without a policy a store adopts the recorded one; opened with another it 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -231,3 +233,78 @@ def test_folding_traditional_chinese_works_from_flask_settings(tmp_path: Path) -
         assert ext.store.add(SIMPLIFIED, key="s").inserted
         copy = ext.store.add(TRADITIONAL, key="t")
         assert copy.duplicate_of is not None and copy.duplicate_of.key == "s"
+
+
+def test_web_apps_adopt_the_namespaces_recipe_and_refuse_another(
+    tmp_path: Path, cli_database: str
+) -> None:
+    flask = pytest.importorskip("flask", reason="the flask extra is not installed")
+    pytest.importorskip("django", reason="the django extra is not installed")
+    from simstore.contrib.flask import FlaskSimStore
+    from simstore.store import SimStore
+
+    if cli_database.startswith("sqlite"):
+        migrate.upgrade(cli_database)  # the apps below do not upgrade a schema themselves
+    with SimStore(cli_database, policy=MinHashVerification(threshold=0.7)) as made:
+        assert made.add(LONG, key="a").inserted
+
+    def flask_app(**settings: str) -> tuple[Any, FlaskSimStore]:
+        app = flask.Flask(__name__)
+        app.config.update(SIMSTORE_URL=cli_database, **settings)
+        ext = FlaskSimStore(app)
+
+        def add(key: str) -> dict[str, object]:
+            decision = ext.store.add(flask.request.get_data(as_text=True), key=key)
+            return {"kept": decision.inserted, "policy": ext.store.policy.recipe()}
+
+        app.add_url_rule("/texts/<key>", view_func=add, methods=["POST"])
+        return app, ext
+
+    refusing, ext = flask_app(SIMSTORE_POLICY="simhash")
+    with refusing.app_context(), pytest.raises(PolicyMismatch, match="refusing"):
+        ext.store  # noqa: B018 - opening the store is what is refused
+    adopting, ext = flask_app()
+    try:
+        answer = adopting.test_client().post("/texts/b", data=LONG + " Updated.")
+        assert answer.status_code == 200 and answer.json is not None
+        assert answer.json["kept"] is False
+        assert json.loads(answer.json["policy"])["params"]["threshold"] == 0.7
+    finally:
+        with adopting.app_context():
+            ext.store.close()
+
+    (tmp_path / "settings.py").write_text(
+        'SECRET_KEY = "test-only"\n'
+        'INSTALLED_APPS = ["simstore.contrib.django"]\n'
+        f'DATABASES = {{"default": {{"ENGINE": "django.db.backends.sqlite3", '
+        f'"NAME": "{tmp_path / "site.db"}"}}}}\n'
+        "import os\n"
+        f"SIMSTORE = {{'URL': {cli_database!r}, 'POLICY': os.environ.get('POLICY') or None}}\n"
+    )
+    script = (
+        "from simstore.contrib.django import get_store\n"
+        "from simstore.errors import PolicyMismatch\n"
+        "try:\n"
+        "    store = get_store()\n"
+        "except PolicyMismatch as error:\n"
+        "    print('RESULT refused', 'refusing' in str(error))\n"
+        "else:\n"
+        f"    decision = store.add({LONG + ' Again.'!r}, key='c')\n"
+        "    print('RESULT', store.policy.threshold, decision.inserted)\n"
+    )
+    results = []
+    for policy in ("simhash", ""):
+        shell = subprocess.run(
+            [sys.executable, "-m", "django", "shell", "--settings", "settings", "-c", script],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={
+                **os.environ,
+                "PYTHONPATH": str(tmp_path) + ":" + ":".join(sys.path),
+                "POLICY": policy,
+            },
+        )
+        assert shell.returncode == 0, shell.stderr
+        results += [line for line in shell.stdout.splitlines() if line.startswith("RESULT")]
+    assert results == ["RESULT refused True", "RESULT 0.7 False"]
