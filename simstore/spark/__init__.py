@@ -49,8 +49,9 @@ key or join on it. Memory per task is bounded by one Arrow batch in the Python s
 component in the replay.
 
 ``incremental``: pass ``store=`` to dedup a new batch against the kept rows of a store's window,
-as ``add_many`` on that store would (the kept rows are exported through SQLAlchemy to the driver
-and parallelised). ``load(store, result)`` hands a result (``with_items=True``) over to a store.
+as ``add_many`` on that store would, or ``against=`` a hand-over directory of an earlier run
+(``simstore.spark._against``: a PostgreSQL store is read by Spark's JDBC source where the session
+has the driver). ``load(store, result)`` hands a result (``with_items=True``) over to a store.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simstore.errors import missing_extra
@@ -74,19 +76,18 @@ except ImportError as _error:  # pragma: no cover - exercised without the extra
     raise missing_extra("simstore.spark needs PySpark and PyArrow", "spark") from _error
 
 import numpy as np
-import sqlalchemy as sa
 
 from simstore.errors import InvalidInput, InvalidType, SimstoreError
 from simstore.io import handover
 from simstore.policy import batch
 from simstore.policy.validate import check_int, check_radius
 from simstore.policy.verify import DEFAULT_POLICY, Policy, check_policy
+from simstore.spark import _against
 from simstore.spark import _executor as executor
 from simstore.spark._executor import ITEM_FIELDS
 from simstore.spark._executor import SIGN_CHUNK as SIGN_CHUNK  # simstore.spark.SIGN_CHUNK
 from simstore.spark._session import LOG_CONF, fit, output_files, start
-from simstore.storage.retention import EPOCH, partition_of, utc_naive, window_start
-from simstore.storage.schema import fingerprints
+from simstore.storage.retention import EPOCH, utc_naive
 from simstore.text.encoding import from_signed
 from simstore.text.presets import Preset, get_preset
 
@@ -200,59 +201,6 @@ def _components(
     graph = GraphFrame(vertices, edges.select(F.col("new").alias("src"), F.col("old").alias("dst")))
     found: DataFrame = graph.connectedComponents(algorithm="graphx")
     return found.select(F.col("id").alias("node"), F.col("component").alias("comp")), True
-
-
-def _exported(
-    store: SimStore, at: datetime
-) -> list[tuple[str, int, str | None, bytes | None, int]]:
-    """The store's kept rows inside its window at ``at``: key, signed fp, text, signature,
-    added_at in microseconds (what confirming a new text against them needs)."""
-    statement = sa.select(
-        fingerprints.c.key,
-        fingerprints.c.fp,
-        fingerprints.c.text,
-        fingerprints.c.signature,
-        fingerprints.c.added_at,
-    ).where(fingerprints.c.ns_id == store.ns_id)
-    start = window_start(at, store.keep)
-    if start is not None:
-        statement = statement.where(
-            fingerprints.c.part >= partition_of(start, store.partition_seconds),
-            fingerprints.c.added_at >= start,
-        )
-    with store.connections.reading() as conn:
-        return [
-            (
-                str(key),
-                int(fp),
-                text,
-                None if signature is None else bytes(signature),
-                executor.micros(utc_naive(added_at)),
-            )
-            for key, fp, text, signature, added_at in conn.execute(statement)
-        ]
-
-
-def _prior_items(
-    spark: SparkSession, store: SimStore, at: datetime, first_order: int, policy: Policy
-) -> DataFrame | None:
-    """The store's kept rows as items ordered before every new row, or None if there are none."""
-    rows = _exported(store, at)
-    if not rows:
-        return None
-    rows.sort(key=lambda row: (row[4], row[0]))
-    items = []
-    for key, fp, text, signature, _added in rows:
-        keys = handover.band_keys_of(signature) if signature is not None else ()
-        # a kept row is only ever the old side: its radius, threshold and script are never read
-        items.append(
-            executor.make_item(
-                key, fp, 0, None, text, signature, keys, signature is not None, False
-            )
-        )
-    orders = range(first_order - len(rows), first_order)
-    record = executor.items_batch(list(orders), items, True, [row[4] for row in rows], policy)
-    return spark.createDataFrame(pa.Table.from_batches([record]), schema=_ITEM_DDL)
 
 
 def _check_input(df: DataFrame, key: str, text: str, order: str) -> DataFrame:
@@ -391,6 +339,7 @@ def dedup(
     policy: Policy | None = None,
     max_distance: int = MAX_DISTANCE,
     store: SimStore | None = None,
+    against: str | Path | None = None,
     at: datetime | None = None,
     with_items: bool = False,
     check: bool = True,
@@ -411,7 +360,12 @@ def dedup(
 
     ``store``: dedup against that store's kept rows (its preset, policy and radius then apply,
     and its window at ``at``, default now), as ``add_many(rows, at=at)`` would on it; keys must
-    be new to the store. ``check`` runs the input checks (one pass and two small aggregations);
+    be new to the store (one that is not is refused: ``ingest`` replays it). The store is read
+    by Spark's JDBC source when it is PostgreSQL and the session has its JDBC driver, else
+    through the driver. ``against``: the same against the kept rows of a hand-over directory
+    (``--handover`` of ``simstore spark dedup``), as ``db load`` of it then ``add_many`` would;
+    its recipe must be this run's. ``check`` runs the input checks (one pass and two small
+    aggregations);
     ``driver_edges`` bounds the confirmed edges whose components are found on the driver;
     ``driver_rows``: an input of at most this many rows (without a store, timings or counts) is
     collected (one job of at most ``driver_rows + 1`` rows tells) and decided on the driver by
@@ -426,20 +380,26 @@ def dedup(
     candidate join made) and ``band_key_pairs`` (all it made: a pair once per key it shares); one
     more pass over the join counts them.
     """
+    if store is not None and against is not None:
+        raise InvalidInput("dedup takes store or against, not both")
     recipe = _recipe(store, preset, policy, max_distance, at)
+    if against is not None:
+        _check_handover(df.sparkSession, str(against), recipe)
     check_int("driver_edges", driver_edges, lowest=0)
     check_int("split_buckets", split_buckets, lowest=0)
     stages = _Stages(df.sparkSession, timings)
     rows = _check_input(df, key, text, order)
     limit = _driver_rows(stages.spark, driver_rows)
-    if limit and store is None and timings is None and counts is None:
+    if store is not None or against is not None:
+        _refuse_known_keys(stages, rows, store, against)
+    elif limit and timings is None and counts is None:
         # at most limit + 1 rows in one job: as many or fewer is the whole input, a small one
         head = stages.run("sign", lambda: rows.limit(limit + 1).toArrow())
         if head.num_rows <= limit:
             return _on_driver(stages, head, recipe, with_items, check)
     if check:
         stages.run("sign", lambda: _validate(rows))
-    items = _sign_stage(stages, rows, recipe, store)
+    items = _sign_stage(stages, rows, recipe, store, against)
     nodes, measured = _collapse_stage(stages, items, recipe)
     reps = nodes.filter(~F.col("follower"))
     pairs = _candidates_stage(
@@ -462,6 +422,37 @@ def dedup(
     if timings is not None:
         result = stages.materialise("replay", result)
     return result
+
+
+def _check_handover(spark: SparkSession, path: str, recipe: _Recipe) -> None:
+    stamp = _against.handover_stamp(spark, path)
+    wanted = handover.made_with(recipe.preset, recipe.policy, recipe.radius)
+    if stamp is not None and stamp != wanted:
+        raise InvalidInput(
+            f"the hand-over {path} was made with {stamp}; this run decides with {wanted}: "
+            "give the same preset and policy"
+        )
+
+
+def _refuse_known_keys(
+    stages: _Stages, rows: DataFrame, store: SimStore | None, against: str | Path | None
+) -> None:
+    """A key already decided would be decided again here, but replayed by ``ingest``."""
+    known = (
+        _against.store_keys(stages.spark, store)
+        if store is not None
+        else stages.spark.read.parquet(str(against)).select("key")
+    )
+    found = stages.run(
+        "sign", lambda: rows.select("key").join(known, "key", "left_semi").limit(3).collect()
+    )
+    if found:
+        where = "the store" if store is not None else f"the hand-over {against}"
+        named = ", ".join(repr(row.key) for row in found)
+        raise InvalidInput(
+            f"keys already decided in {where} (e.g. {named}): leave them out of the input "
+            "(ingest replays a known key's decision; this run would decide it again)"
+        )
 
 
 def _driver_rows(spark: SparkSession, given: int | None) -> int:
@@ -512,19 +503,28 @@ def _on_driver(
 
 
 def _sign_stage(
-    stages: _Stages, rows: DataFrame, recipe: _Recipe, store: SimStore | None
+    stages: _Stages,
+    rows: DataFrame,
+    recipe: _Recipe,
+    store: SimStore | None,
+    against: str | Path | None,
 ) -> DataFrame:
-    """1. sign: the items of ``rows``, after the store's kept rows as priors when given one."""
+    """1. sign: the items of ``rows``, after the kept rows of ``store`` or of the hand-over
+    ``against`` as priors when given one."""
     signer = executor.sign_batches(
         recipe.preset, recipe.policy, recipe.radius, executor.micros(recipe.moment)
     )
     items = rows.mapInArrow(signer, _ITEM_DDL)
-    if store is not None:
+    if store is not None or against is not None:
         first = stages.run("sign", lambda: rows.agg(F.min("order")).collect()[0][0])
         first_order = 0 if first is None else int(first)
-        prior = _prior_items(stages.spark, store, recipe.moment, first_order, recipe.policy)
-        if prior is not None:
-            items = items.unionByName(prior)
+        kept = (
+            _against.store_rows(stages.spark, store, recipe.moment)
+            if store is not None
+            else _against.handover_rows(stages.spark, str(against), recipe.moment)
+        )
+        prior = _against.prior_items(kept, first_order, recipe.policy, _ITEM_DDL)
+        items = items.unionByName(prior)
     if stages.timings is not None:
         items = stages.materialise("sign", items)
     return items

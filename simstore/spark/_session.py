@@ -41,6 +41,14 @@ appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
 """
 
 
+JDBC_JARS = ("/usr/share/java/postgresql.jar",)  # Debian's libpostgresql-jdbc-java
+
+
+def jdbc_jars() -> list[str]:
+    """The JDBC driver jars installed where ``start`` looks for them."""
+    return [jar for jar in JDBC_JARS if Path(jar).is_file()]
+
+
 def start(
     master: str = "local[*]",
     *,
@@ -69,6 +77,9 @@ def start(
         "spark.sql.adaptive.enabled": "true",
         "spark.ui.showConsoleProgress": "false",
     }
+    jars = jdbc_jars()  # a PostgreSQL store is then read by Spark's JDBC source (dedup store=)
+    if jars:
+        settings["spark.jars"] = ",".join(jars)
     builder = SparkSession.builder.master(master).appName(app_name)
     if not quiet:
         for name, value in {**settings, **(conf or {})}.items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
@@ -10,13 +12,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from simstore.cli._app import Settings, main, requested_policy
+from simstore.cli._app import Settings, main, open_store, requested_policy
+from simstore.cli._spark_progress import SparkProgress
 from simstore.cli.output import emit, pairs
 from simstore.errors import InvalidInput
 from simstore.policy.verify import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from simstore.store import SimStore
 
 SPARK_FORMATS = ("jsonl", "csv", "parquet")
 ORDER = "__simstore_order"  # the read order, when no --order column is given
@@ -131,6 +136,13 @@ def _write_decided(
     type=click.IntRange(min=1),
     help="Files per output folder [default: one per 50,000 records it holds].",
 )
+@click.option(
+    "--against",
+    metavar="URL|DIR",
+    help="Decide the records against what is already kept: the namespace of the store at URL "
+    "(as 'ingest' into it would; its recipe applies), or a hand-over DIR of an earlier run. "
+    "Then 'simstore db load' the --handover into that store.",
+)
 @click.pass_obj
 def dedup_command(
     settings: Settings,
@@ -144,6 +156,7 @@ def dedup_command(
     text: str,
     order: str | None,
     files: int | None,
+    against: str | None,
 ) -> None:
     """Deduplicate IN (JSON lines, CSV with a header, or Parquet) into --out.
 
@@ -156,22 +169,50 @@ def dedup_command(
 
     --out, --dups and --handover must be new paths, none of them IN, the database file or
     another of them (exit 4, checked before Spark starts).
+
+    --against decides a new batch against kept texts: a store's namespace (a PostgreSQL store
+    is read by Spark's JDBC source when Debian's libpostgresql-jdbc-java is installed) or an
+    earlier run's hand-over. Keys already decided there are refused (ingest replays them).
     """
     from simstore.io.outputs import check_paths
 
+    against_dir = against if against is not None and Path(against).is_dir() else None
     check_paths(
         {"--out": out, "--dups": dups, "--handover": handover},
-        inputs={"IN": source},
-        database=settings.url,
+        inputs={"IN": source, **({"--against": against_dir} if against_dir else {})},
+        database=settings.url if against is None or against_dir else against,
     )
+    chosen = _format_of(source, kind)
+    with contextlib.ExitStack() as stack:
+        store = None
+        if against is not None and against_dir is None:
+            store = stack.enter_context(open_store(dataclasses.replace(settings, url=against)))
+        run = _Run(source, chosen, (out, dups, handover), key, text, order, files, store,
+                   against_dir)  # fmt: skip
+        _dedup(settings, run, master)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """What one ``spark dedup`` reads, decides against and writes."""
+
+    source: str
+    kind: str
+    outputs: tuple[str, str | None, str | None]  # --out, --dups, --handover
+    key: str
+    text: str
+    order: str | None
+    files: int | None
+    store: SimStore | None
+    against_dir: str | None
+
+
+def _dedup(settings: Settings, run: _Run, master: str) -> None:
+    out, dups, handover = run.outputs
+    source = run.source
     simspark = _simstore_spark()  # before pyspark: MissingExtra without the spark extra
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
 
-    from simstore.io import handover as handing
-    from simstore.text.presets import get_preset
-
-    chosen = _format_of(source, kind)
     ours = SparkSession.getActiveSession() is None  # a caller's session is left running
     log_dir = (
         None if settings.debug or not ours else Path(tempfile.mkdtemp(prefix="simstore-spark-"))
@@ -183,33 +224,11 @@ def dedup_command(
         started.sparkContext.setLogLevel("INFO")
     if ours:
         simspark.fit(started, _records_in(source))
+    progress = SparkProgress(not settings.quiet)
+    progress.phase(f"reading {source}")
     try:
-        frame = _read(started, source, chosen)
-        column = order or ORDER
-        if order is None:
-            frame = frame.withColumn(column, F.monotonically_increasing_id())
-        preset = get_preset(settings.preset or "default")
-        policy = requested_policy(settings) or DEFAULT_POLICY
-        result = simspark.dedup(
-            frame,
-            key=key,
-            text=text,
-            order=column,
-            preset=preset,
-            policy=policy,
-            with_items=handover is not None,
-        ).persist()
-        counts = result.groupBy("kept").count().collect()  # computes and caches the result
-        tally = {bool(row["kept"]): int(row["count"]) for row in counts}
-        kept, duplicates = tally.get(True, 0), tally.get(False, 0)
-        sizes = (simspark.output_files(kept, files), simspark.output_files(duplicates, files))
-        _write_decided(frame, result, key, column, (out, dups), chosen, sizes)
-        if handover is not None:
-            stamp = handing.made_with(preset, policy, simspark.MAX_DISTANCE)
-            stamped = result.withColumn("made_with", F.lit(stamp))
-            every = simspark.output_files(kept + duplicates, files)
-            chosen_columns = stamped.select(*handing.HANDOVER_COLUMNS)
-            _write(chosen_columns, handover, "parquet", every, "order", drop=False)
+        with progress.shown(started):
+            kept, duplicates = _decide_and_write(progress, started, settings, run)
     finally:
         if ours:
             started.stop()
@@ -217,6 +236,54 @@ def dedup_command(
         shutil.rmtree(log_dir, ignore_errors=True)
     summary = {"records read": kept + duplicates, "kept": kept, "duplicates": duplicates}
     emit(settings, {**summary, "out": out, "dups": dups, "handover": handover}, pairs(summary))
+
+
+def _decide_and_write(
+    progress: SparkProgress, started: SparkSession, settings: Settings, run: _Run
+) -> tuple[int, int]:
+    """Read, decide and write the outputs: the kept and duplicate counts."""
+    from pyspark.sql import functions as F
+
+    from simstore.io import handover as handing
+    from simstore.text.presets import get_preset
+
+    simspark = _simstore_spark()
+    out, dups, handover = run.outputs
+    key, order, files, store, chosen = run.key, run.order, run.files, run.store, run.kind
+    frame = _read(started, run.source, chosen)
+    column = order or ORDER
+    if order is None:
+        frame = frame.withColumn(column, F.monotonically_increasing_id())
+    preset = get_preset(settings.preset or "default")
+    policy = requested_policy(settings) or DEFAULT_POLICY
+    radius = simspark.MAX_DISTANCE
+    if store is not None:
+        preset, policy, radius = store.preset, store.policy, store.max_distance
+    result = simspark.dedup(
+        frame,
+        key=key,
+        text=run.text,
+        order=column,
+        preset=preset,
+        policy=policy,
+        store=store,
+        against=run.against_dir,
+        with_items=handover is not None,
+    ).persist()
+    progress.phase("deciding")
+    counts = result.groupBy("kept").count().collect()  # computes and caches the result
+    tally = {bool(row["kept"]): int(row["count"]) for row in counts}
+    kept, duplicates = tally.get(True, 0), tally.get(False, 0)
+    sizes = (simspark.output_files(kept, files), simspark.output_files(duplicates, files))
+    progress.phase(f"writing {kept:,} kept and {duplicates:,} duplicates")
+    _write_decided(frame, result, key, column, (out, dups), chosen, sizes)
+    if handover is not None:
+        stamp = handing.made_with(preset, policy, radius)
+        stamped = result.withColumn("made_with", F.lit(stamp))
+        every = simspark.output_files(kept + duplicates, files)
+        chosen_columns = stamped.select(*handing.HANDOVER_COLUMNS)
+        _write(chosen_columns, handover, "parquet", every, "order", drop=False)
+    return kept, duplicates
 
 
 def _simstore_spark() -> ModuleType:
