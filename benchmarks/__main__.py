@@ -51,6 +51,10 @@ SUITES: dict[str, dict[str, tuple[str, str]]] = {
         ),
         "presets": ("quality.evaluate", "every preset's precision and recall by group"),
         "candidates": ("quality.candidates", "candidate sources and their cost at 1M kept texts"),
+        "traditional": (
+            "quality.traditional",
+            "Chinese pairs with a traditional second text: folding on and off",
+        ),
     },
     "Spark": {
         "spark": ("bench_spark", "simstore.spark against add_many: time, stages, agreement"),

@@ -273,6 +273,19 @@ class _Stages:
     def __init__(self, spark: SparkSession, timings: dict[str, float] | None) -> None:
         self.spark = spark
         self.timings = timings
+        self.persisted: list[DataFrame] = []  # cached by this run: released when it ends
+
+    def keep(self, frame: DataFrame) -> DataFrame:
+        """``frame`` persisted until ``release`` (it is read more than once downstream)."""
+        persisted = frame.persist()
+        self.persisted.append(persisted)
+        return persisted
+
+    def release(self) -> None:
+        """Unpersist what this run cached (the result, computed and cached, needs none of it)."""
+        for frame in self.persisted:
+            frame.unpersist()
+        self.persisted.clear()
 
     def run(self, stage: str, action: Callable[[], Any]) -> Any:
         self.spark.sparkContext.setJobDescription(f"simstore: {stage}")
@@ -291,7 +304,7 @@ class _Stages:
 
     def materialise(self, stage: str, frame: DataFrame) -> DataFrame:
         """``frame`` persisted and computed now (it is read more than once downstream)."""
-        persisted = frame.persist()
+        persisted = self.keep(frame)
         self.run(stage, persisted.count)
         return persisted
 
@@ -299,7 +312,7 @@ class _Stages:
         """``frame`` persisted and computed now by one aggregation of ``counts`` (name: column),
         whose row is returned with it: the counts a later step needs, without a job of their
         own."""
-        persisted = frame.persist()
+        persisted = self.keep(frame)
         aggregated = persisted.agg(*(column.alias(name) for name, column in counts.items()))
         return persisted, self.run(stage, lambda: aggregated.collect()[0])
 
@@ -354,7 +367,9 @@ def dedup(
     ``key``, ``text`` and ``order`` name the columns (strings, strings, integers; all three
     unique per row but the text; no nulls). Returns a DataFrame of ``RESULT_COLUMNS``: ``kept``,
     or the ``duplicate_of`` key with the ``distance``, ``measure`` and ``score`` that confirmed it
-    (``measure`` and ``score`` null when the distance alone decided). ``with_items`` adds
+    (``measure`` and ``score`` null when the distance alone decided), computed and cached when
+    ``dedup`` returns (what the run cached on the way is released): ``unpersist()`` it when
+    done. ``with_items`` adds
     ``order``, the signed ``fingerprint`` and what a store keeps of each text (``text``,
     ``signature``, ``band_keys``), for ``load``.
 
@@ -412,15 +427,16 @@ def dedup(
     if in_spark:
         labels = stages.materialise("components", labels)
     result = _replay_stage(nodes, edges, labels)
-    if with_items:
-        extra = items.filter(~F.col("prior")).select(
+    if with_items:  # from the cached nodes, which hold every item column: not signed again
+        extra = nodes.filter(~F.col("prior")).select(
             "order", F.col("fp").alias("fingerprint"), "text", "signature", "band_keys"
         )
         result = result.join(extra, "order").select(*RESULT_COLUMNS, *ITEM_COLUMNS)
     else:
         result = result.select(*RESULT_COLUMNS)
-    if timings is not None:
-        result = stages.materialise("replay", result)
+    result = result.persist()
+    stages.run("replay", result.count)
+    stages.release()
     return result
 
 
@@ -549,7 +565,7 @@ def _collapse_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> tuple
     )
     # read twice below (the self-checks and the join), computed once: the first task to need a
     # cached partition computes it, the other waits for it (Spark's block locks)
-    classed = classed.persist()
+    classed = stages.keep(classed)
     checker = executor.self_batches(recipe.policy, recipe.radius)
     selves = classed.filter((F.col("size") > 1) & (F.col("order") == F.col("rep")))
     selves = selves.mapInArrow(checker, _SELF_DDL)

@@ -269,9 +269,9 @@ def _decide_and_write(
         store=store,
         against=run.against_dir,
         with_items=handover is not None,
-    ).persist()
+    )
     progress.phase("deciding")
-    counts = result.groupBy("kept").count().collect()  # computes and caches the result
+    counts = result.groupBy("kept").count().collect()  # the result is computed and cached
     tally = {bool(row["kept"]): int(row["count"]) for row in counts}
     kept, duplicates = tally.get(True, 0), tally.get(False, 0)
     sizes = (simspark.output_files(kept, files), simspark.output_files(duplicates, files))
@@ -283,6 +283,7 @@ def _decide_and_write(
         every = simspark.output_files(kept + duplicates, files)
         chosen_columns = stamped.select(*handing.HANDOVER_COLUMNS)
         _write(chosen_columns, handover, "parquet", every, "order", drop=False)
+    result.unpersist()
     return kept, duplicates
 
 

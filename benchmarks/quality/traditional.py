@@ -1,0 +1,94 @@
+"""Should folding traditional Chinese be the default? Held-out Chinese pairs, as they are and
+with their second text in traditional characters, under the default policy and with
+``fold_traditional=True``.
+
+    python -m benchmarks traditional [--split test] [--json FILE]
+
+Every Chinese pair of the chosen half (duplicates and every hard negative) is decided twice by a
+real ``SimStore`` on an SQLite file (``evaluate_policy.decide_pairs``: the pair's first text kept,
+the second added one second later): once as built, once with the second text converted to
+traditional characters by OpenCC's ``s2t`` (a copy published in Taiwan or Hong Kong, or a
+different text that happens to be written in the other script). The first table says what
+folding finds (recall of the converted duplicates), the second what it costs (precision on the
+pairs as built and on the converted negatives).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import build_dataset
+from build_dataset import Pair
+from evaluate_policy import Counts, decide_pairs, load_pairs, prf_dict
+
+from simstore.policy.verify import MinHashVerification
+
+POLICIES = {
+    "default": MinHashVerification(),
+    "fold_traditional=True": MinHashVerification(fold_traditional=True),
+}
+
+
+def converted(pairs: Sequence[Pair]) -> list[Pair]:
+    """The pairs with their second text in traditional characters (OpenCC s2t)."""
+    import opencc
+
+    to_traditional = opencc.OpenCC("s2t")
+    return [dataclasses.replace(pair, b=to_traditional.convert(pair.b)) for pair in pairs]
+
+
+def score(pairs: Sequence[Pair], predicted: Sequence[bool]) -> dict[str, Any]:
+    counts = Counts()
+    for pair, yes in zip(pairs, predicted, strict=True):
+        if yes and pair.label:
+            counts.tp += 1
+        elif yes:
+            counts.fp += 1
+        elif pair.label:
+            counts.fn += 1
+    return prf_dict(counts)
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", choices=("tune", "test"), default="test")
+    parser.add_argument("--data", type=Path, default=build_dataset.DEFAULT_OUT)
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(None if argv is None else list(argv))
+    chinese = [pair for pair in load_pairs(args.data, args.split) if pair.lang == "zh"]
+    sets = {"as built": chinese, "second text traditional": converted(chinese)}
+    changed = sum(a.b != b.b for a, b in zip(chinese, sets["second text traditional"], strict=True))
+    print(f"{len(chinese)} Chinese pairs of the {args.split} half "
+          f"({sum(p.label for p in chinese)} duplicates); s2t changed {changed} second texts")  # fmt: skip
+    results: dict[str, dict[str, Any]] = {}
+    for label, policy in POLICIES.items():
+        for name, pairs in sets.items():
+            started = time.perf_counter()
+            with tempfile.TemporaryDirectory() as folder:
+                predicted, _redone = decide_pairs(pairs, policy, Path(folder))
+            results.setdefault(label, {})[name] = {
+                **score(pairs, predicted),
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+    print("\n| policy | pairs | precision | recall | F1 | false merges |")
+    print("|---|---|---:|---:|---:|---:|")
+    for label, by_set in results.items():
+        for name, figures in by_set.items():
+            print(f"| {label} | {name} | {figures['precision']:.3f} | {figures['recall']:.3f} | "
+                  f"{figures['f1']:.3f} | {figures['fp']} |")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps({"split": args.split, "results": results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
