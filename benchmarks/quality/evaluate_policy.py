@@ -132,6 +132,15 @@ class Counts:
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
         return precision, recall, f1
 
+    def tally(self, label: int, yes: bool) -> None:
+        """Count one pair: its label (1: a duplicate) and whether it was called one."""
+        if yes and label:
+            self.tp += 1
+        elif yes:
+            self.fp += 1
+        elif label:
+            self.fn += 1
+
     def cells(self) -> str:
         p, r, f = self.prf()
         return f"{p:.3f} {r:.3f} {f:.3f}"
@@ -212,13 +221,7 @@ def pair_tables(pairs: Sequence[Pair], predicted: Sequence[bool]) -> dict[str, A
         for table, use in ((by_group, True), (base, kind_of(pair) not in HARD_KINDS)):
             if not use:
                 continue
-            counts = table[pair.group]
-            if yes and pair.label:
-                counts.tp += 1
-            elif yes:
-                counts.fp += 1
-            elif pair.label:
-                counts.fn += 1
+            table[pair.group].tally(pair.label, yes)
         cell = by_kind[(kind_of(pair), pair.label)]
         cell[0] += 1
         cell[1] += int(yes)
