@@ -422,6 +422,8 @@ def test_bad_input_is_a_simstore_error(spark: SparkSession) -> None:
     null = spark.createDataFrame([("a", None, 0)], "id string, body string, position long")
     with pytest.raises(InvalidInput, match="null"):
         simspark.dedup(null, key="id", text="body", order="position")
+    with pytest.raises(InvalidInput, match="cannot read the hand-over"):
+        simspark.dedup(good, key="id", text="body", order="position", against="/no/such/folder")
     nul = spark.createDataFrame([("a\x00b", "text", 0)], "id string, body string, position long")
     with pytest.raises(InvalidInput, match="NUL"):  # found on an executor, raised on the driver
         simspark.dedup(nul, key="id", text="body", order="position").collect()
