@@ -444,7 +444,7 @@ def _check_handover(spark: SparkSession, path: str, recipe: _Recipe) -> None:
     try:
         stamp = _against.handover_stamp(spark, path)
     except Exception as error:  # Spark's AnalysisException: no such folder, not Parquet
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise InvalidInput(f"cannot read the hand-over {path}: {reason}") from None
     wanted = handover.made_with(recipe.preset, recipe.policy, recipe.radius)
     if stamp is not None and stamp != wanted:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -44,17 +44,14 @@ ROWS_PER_READ = 200_000  # rows of a store in one JDBC read task
 def store_rows(spark: SparkSession, store: SimStore, at: datetime) -> DataFrame:
     """The store's kept rows inside its window at ``at`` (``KEPT_DDL``)."""
     statement = _kept_statement(store, at)
-    url = store.connections.engine.url
-    if store.connections.dialect == "postgresql" and url.host and _has_driver(spark):
+    if _by_jdbc(spark, store):
         return _read_jdbc(spark, store, statement)
     with store.connections.reading() as conn:
         rows = [
-            (int(rank), str(key), int(fp), text, None if sig is None else bytes(sig), int(moment))
-            for rank, key, fp, text, sig, moment in (
-                (r[0], r[1], r[2], r[3], r[4], executor.micros(utc_naive(r[5])))
-                for r in conn.execute(statement)
-            )
-        ]
+            (int(rank), str(key), int(fp), text, None if sig is None else bytes(sig),
+             executor.micros(utc_naive(added_at)))
+            for rank, key, fp, text, sig, added_at in conn.execute(statement)
+        ]  # fmt: skip
     return spark.createDataFrame(rows, KEPT_DDL)
 
 
@@ -63,8 +60,7 @@ def store_keys(spark: SparkSession, store: SimStore) -> DataFrame:
     kept = sa.select(fingerprints.c.key).where(fingerprints.c.ns_id == store.ns_id)
     logged = sa.select(decisions.c.key).where(decisions.c.ns_id == store.ns_id)
     statement = sa.union_all(kept, logged)
-    url = store.connections.engine.url
-    if store.connections.dialect == "postgresql" and url.host and _has_driver(spark):
+    if _by_jdbc(spark, store):
         return _jdbc(spark, store, _literal(store, statement), {}).toDF("key")
     with store.connections.reading() as conn:
         keys = [(str(row[0]),) for row in conn.execute(statement)]
@@ -97,13 +93,8 @@ def handover_stamp(spark: SparkSession, path: str) -> str | None:
 
 def prior_items(rows: DataFrame, first_order: int, policy: Policy, item_ddl: str) -> DataFrame:
     """Kept rows (``KEPT_DDL``) as the items of the run, ordered before ``first_order``."""
-    return rows.mapInArrow(_prior_batches(first_order, policy), item_ddl)
-
-
-def _prior_batches(
-    first_order: int, policy: Policy
-) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
-    return functools.partial(_priors, first_order=first_order, policy=policy)
+    return rows.mapInArrow(functools.partial(_priors, first_order=first_order, policy=policy),
+                           item_ddl)  # fmt: skip
 
 
 def _priors(
@@ -142,6 +133,12 @@ def _kept_statement(store: SimStore, at: datetime) -> sa.Select[Any]:
             fingerprints.c.added_at >= start,
         )
     return statement
+
+
+def _by_jdbc(spark: SparkSession, store: SimStore) -> bool:
+    """Whether Spark reads the store itself: PostgreSQL over TCP, with the driver loadable."""
+    url = store.connections.engine.url
+    return store.connections.dialect == "postgresql" and bool(url.host) and _has_driver(spark)
 
 
 def _has_driver(spark: SparkSession) -> bool:
