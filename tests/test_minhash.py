@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput
 from simstore.policy.verify import MinHashVerification
-from simstore.storage import _finder
+from simstore.storage import _finder, schema
 from simstore.store import SimStore
 from simstore.text import minhash
 from simstore.text._algorithms import default_normalise
@@ -105,6 +105,43 @@ def test_batches_and_pieces_give_the_same_signatures(monkeypatch: pytest.MonkeyP
     assert (minhash.minima(texts) == together).all()
 
 
+def test_sizes_are_the_distinct_5_grams_in_batches_and_pieces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = random.Random(12)
+    texts = ["", "a", "abcde", "aaaaaaaaaaaa", "今天天气很好今天天气很好"] + [
+        # repeated words: many grams occur more than once
+        " ".join(rng.choice(WORDS[:20]) for _ in range(rng.randint(1, 900)))
+        for _ in range(60)
+    ]
+    # the reference: Python's sets of the same grams
+    expected = [len(char_ngrams(text, minhash.NGRAM)) for text in texts]
+    values, sizes = minhash.sketches(texts)
+    assert sizes.tolist() == expected
+    assert (values == minhash.signatures(texts)).all()
+    assert [int(minhash.sketches([text])[1][0]) for text in texts] == expected
+    monkeypatch.setattr(minhash, "GRAMS_PER_PASS", 16)  # every long text in many pieces
+    assert minhash.sketches(texts)[1].tolist() == expected
+
+
+def test_a_stored_signature_carries_its_size_and_estimates_containment() -> None:
+    rng = random.Random(13)
+    whole = _sentence(rng, 300)
+    cut = whole[: len(whole) * 3 // 5]
+    values, sizes = minhash.sketches([whole, cut])
+    whole_values = values[0]
+    stored = [minhash.to_bytes(v, int(s)) for v, s in zip(values, sizes, strict=True)]
+    assert [minhash.size_of(s) for s in stored] == sizes.tolist()
+    assert minhash.size_of(minhash.to_bytes(whole_values)) is None  # stored before sizes
+    assert (minhash.from_bytes(stored[0]) == whole_values).all()
+    estimate = minhash.estimate(*stored)
+    assert estimate == minhash.estimate(minhash.to_bytes(whole_values), stored[1])
+    assert estimate < MinHashVerification().long_threshold  # the Jaccard misses the copy
+    left, right = char_ngrams(whole, minhash.NGRAM), char_ngrams(cut, minhash.NGRAM)
+    exact = len(left & right) / min(len(left), len(right))  # 1.0: the cut is all in the whole
+    assert minhash.contained(estimate, *sizes.tolist()) == pytest.approx(exact, abs=0.08)
+
+
 def test_stored_bytes_of_different_minima_agree_by_the_chance_the_estimate_removes() -> None:
     rng = random.Random(5)
     texts = [_sentence(rng, 40) for _ in range(400)]
@@ -184,6 +221,59 @@ def test_long_texts_are_decided_by_the_signature(make_store: StoreFactory) -> No
     assert score == pytest.approx(exact, abs=0.2)
     assert score >= MinHashVerification().long_threshold
     assert store.add(LONG_OTHER, key="other").inserted  # same shape, other content
+
+
+def _long_document(seed: int) -> str:
+    return _sentence(random.Random(seed), 250)  # ~1,750 characters, no repeated sentence
+
+
+def test_a_copy_cut_short_or_with_a_header_is_a_duplicate_by_containment(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    whole = _long_document(21)
+    assert store.add(whole, key="whole").inserted
+    cut = store.add(whole[: len(whole) * 2 // 3], key="cut")
+    header = _sentence(random.Random(22), 80) + " " + whole
+    headed = store.add(header, key="headed")
+    for decision in (cut, headed):
+        assert not decision.inserted and decision.duplicate_of is not None
+        assert decision.duplicate_of.key == "whole"
+        assert decision.duplicate_of.measure == "containment"
+        assert (decision.duplicate_of.score or 0) >= (MinHashVerification().long_containment or 1)
+    # a sibling: a third of its words its own, so neither holds the other
+    words = whole.split()
+    rng = random.Random(23)
+    sibling = " ".join(rng.choice(WORDS) if i % 3 == 0 else w for i, w in enumerate(words))
+    assert store.add(sibling, key="sibling").inserted
+    # without the rule, the estimate alone decides
+    plain = make_store(
+        namespace=f"plain-{uuid.uuid4().hex[:8]}", policy=MinHashVerification(long_containment=None)
+    )
+    plain.add(whole, key="whole")
+    assert plain.add(whole[: len(whole) * 2 // 3], key="cut").inserted
+    plain.close()
+    store.close()
+
+
+def test_a_row_stored_before_sizes_is_decided_by_its_estimate(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    store = make_store()
+    whole = _long_document(31)
+    store.add(whole, key="whole")
+    rows, names = schema.fingerprints, schema.namespaces
+    ns_id = sa.select(names.c.id).where(names.c.name == store.namespace).scalar_subquery()
+    ours = (rows.c.key == "whole", rows.c.ns_id == ns_id)
+    with engine.begin() as conn:  # the row as simstore 0.3 stored it: the 96 values alone
+        signature = conn.execute(sa.select(rows.c.signature).where(*ours)).scalar_one()
+        assert len(signature) == minhash.SIZED_BYTES
+        legacy = bytes(signature)[: minhash.SIGNATURE_BYTES]
+        conn.execute(sa.update(rows).where(*ours).values(signature=legacy))
+    assert store.add(whole[: len(whole) * 2 // 3], key="cut").inserted
+    edited = store.add(whole + " one more closing line.", key="edited")  # the estimate still works
+    assert edited.duplicate_of is not None and edited.duplicate_of.key == "whole"
+    store.close()
 
 
 def test_rows_without_a_signature_still_match_by_distance(make_store: StoreFactory) -> None:

@@ -61,7 +61,9 @@ def test_minhash_plans_the_comparison_text_signature_and_band_keys() -> None:
     assert item.planned and item.radius == 3
     assert item.text == normalised  # short: kept for the exact measure
     expected = minhash.signatures([normalised])
-    assert item.signature == minhash.to_bytes(expected[0])
+    # the values, then the text's distinct 5-grams as Python's sets count them
+    size = len(similarity.char_ngrams(normalised, minhash.NGRAM))
+    assert item.signature == minhash.to_bytes(expected[0]) + size.to_bytes(4, "little")
     assert item.band_keys == tuple(sorted(set(minhash.band_keys(expected)[0].tolist())))
 
 
@@ -108,8 +110,14 @@ def test_confirm_many_equals_confirm_pair_by_pair() -> None:
 
 
 def _sharing(signature: bytes, equal: int) -> bytes:
-    """A signature that agrees with ``signature`` on exactly its first ``equal`` values."""
-    return signature[:equal] + bytes((value + 1) % 256 for value in signature[equal:])
+    """A signature that agrees with ``signature`` on exactly its first ``equal`` values, of a
+    text twice as big (the widest size ratio the default containment rule accepts)."""
+    values = signature[: minhash.VALUES]
+    changed = values[:equal] + bytes((value + 1) % 256 for value in values[equal:])
+    size = minhash.size_of(signature)
+    if size is None:
+        return changed
+    return changed + (2 * size).to_bytes(minhash.SIZE_BYTES, "little")
 
 
 @pytest.mark.parametrize(
@@ -118,6 +126,8 @@ def _sharing(signature: bytes, equal: int) -> bytes:
         MinHashVerification(),
         MinHashVerification(prefilter=0.8, long_threshold=0.6, cjk_long_threshold=None),
         MinHashVerification(prefilter=0.7, long_threshold=0.9, cjk_long_threshold=0.5),
+        # containment accepts the lowest estimates here
+        MinHashVerification(prefilter=0.8, long_threshold=0.9, long_containment=0.9),
     ],
 )
 def test_no_rule_matches_below_the_least_equal_values(policy: MinHashVerification) -> None:

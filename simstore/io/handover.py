@@ -181,9 +181,10 @@ def _check_row(raw: object) -> LoadRow:
         raise InvalidInput(f"key {key!r} is a duplicate: it needs duplicate_of and distance")
     _check_fields(key, row)
     signature = None if row.signature is None else bytes(row.signature)
-    if signature is not None and len(signature) != minhash.SIGNATURE_BYTES:
+    if signature is not None and not minhash.is_stored_signature(signature):
         raise InvalidInput(
-            f"key {key!r}: a signature has {minhash.SIGNATURE_BYTES} bytes, not {len(signature)}"
+            f"key {key!r}: a signature has {minhash.SIGNATURE_BYTES} bytes, or "
+            f"{minhash.SIZED_BYTES} with its size, not {len(signature)}"
         )
     if row.kept:
         keys: tuple[int, ...] = ()

@@ -420,6 +420,13 @@ class MinHashVerification(Policy):
     # copy of it); the look-alike rule still applies. None: Jaccard alone.
     containment: float | None = 0.8
     min_contained: float = 0.5
+    # texts decided by the estimate, under their threshold: one nearly contained in the other is a
+    # duplicate when the bigger holds this share of the smaller's 5-grams, from the estimate and
+    # the two sizes a signature stores (``minhash.contained``; the smaller at least
+    # ``min_contained`` of the bigger). High, since the estimate is noisy: sibling documents
+    # that share most of their text reach 0.85-0.9, copies cut short or with a header added ~1.
+    # None: the estimate alone.
+    long_containment: float | None = 0.95
     strip_markup: bool = True  # drop roff comments, requests and escapes, HTML tags and entities
     strip_social: bool = False  # drop URLs, @mentions and repost markers before comparing
     fold_traditional: bool = False  # compare traditional Chinese as simplified (OpenCC, [zh])
@@ -433,6 +440,7 @@ class MinHashVerification(Policy):
             "cjk_long_threshold",
             "containment",
             "min_contained",
+            "long_containment",
         ):
             check_fraction(name, getattr(self, name))
         check_int("short_length", self.short_length, lowest=0)
@@ -495,10 +503,12 @@ class MinHashVerification(Policy):
         wanted = [item for item in items if item.normalised is not None]
         if not wanted:
             return
-        values = minhash.signatures([item.normalised or "" for item in wanted])
+        values, sizes = minhash.sketches([item.normalised or "" for item in wanted])
         keys = minhash.band_keys(values).tolist()
-        for item, signature, band_keys in zip(wanted, values, keys, strict=True):
-            item.signature = minhash.to_bytes(signature)
+        for item, signature, size, band_keys in zip(
+            wanted, values, sizes.tolist(), keys, strict=True
+        ):
+            item.signature = minhash.to_bytes(signature, size)
             item.band_keys = tuple(sorted(set(band_keys)))  # shared keys are counted once
 
     def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
@@ -520,9 +530,14 @@ class MinHashVerification(Policy):
                 out.append(self.confirm(a, b, max_distance))
         if signed:
             scores = _Scores(self.measure)
-            left = np.frombuffer(b"".join(items[i].signature or b"" for i in signed), np.uint8)
-            right = np.frombuffer(b"".join(kept[i].signature or b"" for i in signed), np.uint8)
-            equal = (left == right).reshape(len(signed), minhash.VALUES).sum(axis=1)
+            values = minhash.VALUES
+            left = b"".join((items[i].signature or b"")[:values] for i in signed)
+            right = b"".join((kept[i].signature or b"")[:values] for i in signed)
+            equal = (
+                (np.frombuffer(left, np.uint8) == np.frombuffer(right, np.uint8))
+                .reshape(len(signed), values)
+                .sum(axis=1)
+            )
             least = self.least_equal_values()
             for i, count in zip(signed, equal.tolist(), strict=True):
                 if count < least:  # refused by every rule (most of a short text's candidates)
@@ -542,18 +557,20 @@ class MinHashVerification(Policy):
     ) -> Match | None:
         """The rule once both sides are signed: estimate for long texts, exact for short ones
         (``scores``: the measure, if given, else ``score``)."""
+        measure: str = "minhash"
         if item.text is None or kept.text is None:  # not both short: the estimate decides
-            least = self.long_threshold
-            if item.mostly_cjk and self.cjk_long_threshold is not None:
-                least = self.cjk_long_threshold
-            if estimate < least:
-                return None
+            score = estimate
+            if estimate < self._long_bar(item):
+                contained = self._contained_long(item, kept, estimate)
+                if contained is None:
+                    return None
+                measure, score = "containment", contained
             return Match(
-                kept.key, kept.fingerprint, distance, kept.added_at, "minhash", round(estimate, 6)
+                kept.key, kept.fingerprint, distance, kept.added_at, measure, round(score, 6)
             )
         if estimate < self.prefilter:
             return None
-        measure: str = self.measure
+        measure = self.measure
         score = (scores or self.score)(item.text, kept.text)
         if score < self.threshold:
             contained = self._contained(item.text, kept.text, scores)
@@ -563,6 +580,25 @@ class MinHashVerification(Policy):
         if self._lookalike(item.text, kept.text):
             return None
         return Match(kept.key, kept.fingerprint, distance, kept.added_at, measure, round(score, 6))
+
+    def _long_bar(self, item: Item) -> float:
+        """The estimate a pair decided by its estimate must reach (``item`` is the new text)."""
+        if item.mostly_cjk and self.cjk_long_threshold is not None:
+            return self.cjk_long_threshold
+        return self.long_threshold
+
+    def _contained_long(self, item: Item, kept: Kept, estimate: float) -> float | None:
+        """The containment of two texts decided by their estimate, from their signatures' sizes,
+        if it decides them a duplicate (as ``_contained`` for short texts), else None."""
+        if self.long_containment is None or item.signature is None or kept.signature is None:
+            return None
+        own, other = minhash.size_of(item.signature), minhash.size_of(kept.signature)
+        if own is None or other is None:  # a row stored before sizes
+            return None
+        if min(own, other) < self.min_contained * max(own, other):
+            return None
+        contained = minhash.contained(estimate, own, other)
+        return contained if contained >= self.long_containment else None
 
     def _contained(
         self, a: str, b: str, scores: Callable[[str, str], float] | None = None
@@ -582,10 +618,15 @@ class MinHashVerification(Policy):
         return contained if contained >= max(self.containment, self.threshold) else None
 
     def least_equal_values(self) -> int:
-        """The values an estimate of the lowest of ``prefilter``, ``long_threshold`` and
-        ``cjk_long_threshold`` needs: ``_decide`` refuses every pair below it. A subclass whose
+        """The values an estimate of the lowest of ``prefilter``, ``long_threshold``,
+        ``cjk_long_threshold`` and what ``long_containment`` accepts needs: ``_decide`` refuses
+        every pair below it. A subclass whose
         rule matches lower estimates must lower this too."""
-        bars = (self.prefilter, self.long_threshold, self.cjk_long_threshold)
+        bars = [self.prefilter, self.long_threshold, self.cjk_long_threshold]
+        if self.long_containment is not None:
+            # the lowest estimate that can reach it: the smaller text min_contained of the bigger
+            widest = 1 / self.min_contained if self.min_contained else float("inf")
+            bars.append(self.long_containment / (1 + widest - self.long_containment))
         return _values_for(min(bar for bar in bars if bar is not None))
 
     def min_shared(self, item: Item) -> int:
@@ -609,9 +650,18 @@ class MinHashVerification(Policy):
             return judged  # decided by distance alone
         distance, estimate = judged.distance, minhash.estimate(item.signature, kept.signature)
         if item.text is None or kept.text is None:
-            least = self.long_threshold
-            if item.mostly_cjk and self.cjk_long_threshold is not None:
-                least = self.cjk_long_threshold
+            least = self._long_bar(item)
+            if judged.matched and estimate < least:  # found by containment
+                contained = self._contained_long(item, kept, estimate) or 0.0
+                return _judged(
+                    kept,
+                    distance,
+                    "containment",
+                    contained,
+                    self.long_containment or 1.0,
+                    "duplicate",
+                    True,
+                )
             reason = "duplicate" if judged.matched else "estimate under the threshold"
             return _judged(kept, distance, "minhash", estimate, least, reason, judged.matched)
         score = self.score(item.text, kept.text)
@@ -634,10 +684,14 @@ class MinHashVerification(Policy):
         cjk = "" if self.cjk_long_threshold is None else f" ({self.cjk_long_threshold} in CJK)"
         lookalike = "" if self.max_replaced is None else ", look-alikes apart"
         contained = "" if self.containment is None else f" or containment >= {self.containment}"
+        long_contained = (
+            "" if self.long_containment is None else f" or containment >= {self.long_containment}"
+        )
         return (
             f"minhash (>= {self.min_bands} shared band keys, {self.short_min_bands} for short "
             f"texts; short texts: {self.measure} >= "
-            f"{self.threshold}{contained}{lookalike}; long: estimate >= {self.long_threshold}{cjk})"
+            f"{self.threshold}{contained}{lookalike}; long: estimate >= {self.long_threshold}{cjk}"
+            f"{long_contained})"
         )
 
     def thresholds(self, max_distance: int) -> Thresholds:
@@ -645,8 +699,9 @@ class MinHashVerification(Policy):
         if self.cjk_long_threshold is not None:
             long.append(("long, mostly CJK", self.cjk_long_threshold))
         scores = {self.measure: (("short texts", self.threshold),), "minhash": tuple(long)}
-        if self.containment is not None:
-            scores["containment"] = (("short texts", self.containment),)
+        contained = [("short texts", self.containment), ("long texts", self.long_containment)]
+        if any(bar is not None for _label, bar in contained):
+            scores["containment"] = tuple((name, bar) for name, bar in contained if bar is not None)
         return scores, (("unsigned rows", max_distance),)
 
 
@@ -782,6 +837,7 @@ _OPTIONAL: dict[str, type] = {
     "cjk_long_threshold": float,
     "max_replaced": int,
     "containment": float,
+    "long_containment": float,
     "long_radius": int,
     "long_threshold": float,
 }
@@ -836,7 +892,7 @@ def recipe_summary(recipe: str | None) -> str:
 
 
 _BEFORE_OPTION: dict[str, dict[str, object]] = {
-    "minhash": {"typos": False, "containment": None},
+    "minhash": {"typos": False, "containment": None, "long_containment": None},
 }
 """For a recipe recorded before an option existed, the value that keeps the rule it recorded."""
 

@@ -28,6 +28,7 @@ from simstore.results import Judged, Match, sort_matches
 from simstore.storage import _prepared as prepared
 from simstore.storage.locking import require_namespace
 from simstore.storage.retention import partition_of, window_start
+from simstore.text import minhash
 from simstore.text.encoding import BAND_COUNT, MASK64, bands
 
 LOOKUPS = ("auto", "bands", "pairs")
@@ -104,12 +105,15 @@ def _sharing_values(
     """The rows (``prepared.rows_by_id``'s columns) whose signature shares at least ``least``
     values with ``signature``, counted in one numpy pass: a short text's band keys can lead to
     hundreds of rows that share one band and little else (making and confirming each: ~a sixth of
-    such a query under a profiler). Rows of another signature length are kept, for the policy."""
+    such a query under a profiler). Rows without a signature of stored length are kept, for the
+    policy. Only values are compared, not the sizes that follow them."""
     stored = [row[5] for row in rows]
-    if any(value is None or len(value) != len(signature) for value in stored):
+    if any(value is None or not minhash.is_stored_signature(value) for value in stored):
         return rows
-    matrix = np.frombuffer(b"".join(stored), np.uint8).reshape(len(rows), len(signature))
-    equal = (matrix == np.frombuffer(signature, np.uint8)).sum(axis=1) >= least
+    values = minhash.VALUES
+    matrix = np.frombuffer(b"".join(bytes(value[:values]) for value in stored), np.uint8)
+    own = np.frombuffer(signature, np.uint8, count=values)
+    equal = (matrix.reshape(len(rows), values) == own).sum(axis=1) >= least
     return [row for row, enough in zip(rows, equal.tolist(), strict=True) if enough]
 
 

@@ -195,7 +195,7 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     signed = [
         (int(row_id), int(ns), bytes(signature))
         for row_id, ns, signature in rows
-        if signature is not None and len(signature) == minhash.SIGNATURE_BYTES
+        if signature is not None and minhash.is_stored_signature(bytes(signature))
     ]
     if not signed:
         return 0

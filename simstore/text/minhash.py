@@ -22,10 +22,17 @@ chance otherwise (1/256), so the estimate subtracts the chance agreements; at 96
 a fraction of the estimate's own standard error, and the signature is 96 bytes instead of 384. A
 band's four bytes are one 32-bit word, hashed with the band's number into a 32-bit key (SQLite
 keeps it in 4 bytes): two unrelated texts share a band key with probability ~2**-31.
+
+A stored signature ends with the number of distinct n-grams of its text (four bytes, little
+endian): with two texts' sizes, their Jaccard estimate J gives how much of the smaller one the
+bigger holds, J (|A| + |B|) / ((1 + J) min(|A|, |B|)) (Broder 1997), which finds a copy cut short
+or one with a header added, whose Jaccard similarity is low. Signatures stored before sizes
+existed are the 96 values alone; the values and band keys are the same either way.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,7 +45,9 @@ NGRAM = 5
 VALUES = 96
 BANDS = 16  # of the first BANDS * ROWS values
 ROWS = 4  # values per band: one 32-bit word (band_keys relies on it)
-SIGNATURE_BYTES = VALUES  # one byte a value
+SIGNATURE_BYTES = VALUES  # one byte a value (signatures stored before sizes: nothing more)
+SIZE_BYTES = 4  # then the text's distinct n-grams, little endian
+SIZED_BYTES = SIGNATURE_BYTES + SIZE_BYTES
 CHANCE = 1 / 256  # two bytes of different minima agree with this probability
 # a pass holds GRAMS_PER_PASS x VALUES 32-bit images (1.5 MB): small enough to stay in a core's
 # L2 cache, which made a batch's minima 1.6x faster than passes of 65,536 grams (25 MB)
@@ -79,6 +88,18 @@ def _pieces(texts: Sequence[str]) -> tuple[list[str], list[int]]:
     return pieces, owners
 
 
+def _distinct(hashes: _U64) -> int:
+    if len(hashes) < 2:
+        return len(hashes)
+    ordered = np.sort(hashes)
+    return 1 + int(np.count_nonzero(ordered[1:] != ordered[:-1]))
+
+
+def _several(owners: Sequence[int]) -> dict[int, list[_U64]]:
+    """An empty list for each owner of more than one piece (``owners`` is sorted)."""
+    return {a: [] for a, b in itertools.pairwise(owners) if a == b}
+
+
 def _gram_hashes(pieces: Sequence[str]) -> tuple[_U64, npt.NDArray[np.int64]]:
     """64-bit hashes of every piece's character n-grams (a piece shorter than n is one gram), laid
     end to end, and the number of grams per piece: a polynomial over the code points, then mixed."""
@@ -110,16 +131,27 @@ def signatures(texts: Sequence[str]) -> Signatures:
     return to_stored_values(minima(texts))
 
 
+def sketches(texts: Sequence[str]) -> tuple[Signatures, npt.NDArray[np.int64]]:
+    """``signatures`` of normalised texts and the number of distinct n-grams of each."""
+    sizes = np.zeros(len(texts), dtype=np.int64)
+    return to_stored_values(minima(texts, sizes)), sizes
+
+
 def to_stored_values(full: npt.NDArray[np.uint32]) -> Signatures:
     """The stored byte of each 32-bit minimum."""
     stored: Signatures = ((full * _TO_BYTE) >> _BYTE_SHIFT).astype(np.uint8)
     return stored
 
 
-def minima(texts: Sequence[str]) -> npt.NDArray[np.uint32]:
-    """(len(texts), VALUES) 32-bit minima of each permutation (an empty text: all ones)."""
+def minima(
+    texts: Sequence[str], sizes: npt.NDArray[np.int64] | None = None
+) -> npt.NDArray[np.uint32]:
+    """(len(texts), VALUES) 32-bit minima of each permutation (an empty text: all ones); the
+    number of distinct n-grams of each text goes to ``sizes`` when given."""
     result = np.full((len(texts), VALUES), 0xFFFFFFFF, dtype=np.uint32)
     pieces, owners = _pieces(texts)
+    # the grams of each text cut into several pieces, counted once all are hashed
+    split: dict[int, list[_U64]] = {} if sizes is None else _several(owners)
     first = 0
     while first < len(pieces):
         last, grams = first, 0
@@ -127,6 +159,8 @@ def minima(texts: Sequence[str]) -> npt.NDArray[np.uint32]:
             grams += len(pieces[last])
             last += 1
         hashes, counts = _gram_hashes(pieces[first:last])
+        if sizes is not None:
+            _count_distinct(hashes, counts, owners[first:last], sizes, split)
         present = np.flatnonzero(counts)
         if len(present):
             # (VALUES, grams): each value's images lie contiguous, so the per-text minima reduce
@@ -140,7 +174,43 @@ def minima(texts: Sequence[str]) -> npt.NDArray[np.uint32]:
                 mins = np.minimum.reduceat(images, bounds, axis=1).T
                 np.minimum.at(result, np.asarray(owners[first:last])[present], mins)
         first = last
+    if sizes is not None:
+        for owner, parts in split.items():
+            sizes[owner] = _distinct(np.concatenate(parts))
     return result
+
+
+_PIECE_BITS = np.uint64(GRAMS_PER_PASS.bit_length())  # a pass holds fewer pieces than this
+
+
+def _count_distinct(
+    hashes: _U64,
+    counts: npt.NDArray[np.int64],
+    owners: Sequence[int],
+    sizes: npt.NDArray[np.int64],
+    split: dict[int, list[_U64]],
+) -> None:
+    """The distinct grams of each piece of a pass into ``sizes``, by owner; the pieces of a text
+    cut into several (the owners in ``split``) are kept there, to be counted whole at the end.
+    One sort for many pieces: each gram's low bits replaced by its piece's number (two grams of
+    one piece then collide only when 50-odd bits of their hashes do)."""
+    if split:
+        ends = np.cumsum(counts)
+        for n, owner in enumerate(owners):
+            if owner in split:
+                split[owner].append(hashes[ends[n] - counts[n] : ends[n]])
+    if len(owners) == 1:
+        if owners[0] not in split:
+            sizes[owners[0]] = _distinct(hashes)
+        return
+    mask = (np.uint64(1) << _PIECE_BITS) - np.uint64(1)
+    piece = np.repeat(np.arange(len(owners), dtype=np.uint64), counts)
+    tagged = np.sort((hashes & ~mask) | piece)
+    first = np.ones(len(tagged), dtype=bool)
+    first[1:] = tagged[1:] != tagged[:-1]
+    distinct = np.bincount((tagged[first] & mask).astype(np.int64), minlength=len(owners))
+    whole = [n for n, owner in enumerate(owners) if owner not in split]
+    sizes[np.asarray(owners)[whole]] = distinct[whole]
 
 
 def band_keys(signed: Signatures) -> npt.NDArray[np.int64]:
@@ -156,14 +226,40 @@ def band_keys(signed: Signatures) -> npt.NDArray[np.int64]:
     return high
 
 
-def to_bytes(signature: Signatures) -> bytes:
-    """One signature as stored in the row (one byte a value)."""
-    return signature.astype(np.uint8, copy=False).tobytes()
+def to_bytes(signature: Signatures, size: int | None = None) -> bytes:
+    """One signature as stored in the row: one byte a value, then the text's distinct n-grams
+    when ``size`` is given (capped at 2**32 - 1)."""
+    values = signature.astype(np.uint8, copy=False).tobytes()
+    if size is None:
+        return values
+    return values + min(size, 0xFFFFFFFF).to_bytes(SIZE_BYTES, "little")
+
+
+def is_stored_signature(stored: bytes) -> bool:
+    """Whether ``stored`` has the length of a stored signature, with or without its size."""
+    return len(stored) in (SIGNATURE_BYTES, SIZED_BYTES)
 
 
 def from_bytes(stored: bytes) -> Signatures:
-    values: Signatures = np.frombuffer(stored, dtype=np.uint8).copy()
+    """The values of a stored signature (without its size)."""
+    values: Signatures = np.frombuffer(stored[:SIGNATURE_BYTES], dtype=np.uint8).copy()
     return values
+
+
+def size_of(stored: bytes) -> int | None:
+    """The distinct n-grams of the text a stored signature was made of (None: not stored)."""
+    if len(stored) != SIZED_BYTES:
+        return None
+    return int.from_bytes(stored[SIGNATURE_BYTES:], "little")
+
+
+def contained(estimate: float, size_a: int, size_b: int) -> float:
+    """The share of the smaller n-gram set that the bigger holds, from their Jaccard estimate
+    and sizes: |A & B| = J (|A| + |B|) / (1 + J), over min(|A|, |B|) (at most 1)."""
+    smaller = min(size_a, size_b)
+    if smaller <= 0:
+        return 0.0
+    return min(1.0, estimate * (size_a + size_b) / ((1 + estimate) * smaller))
 
 
 def jaccard(matches: int) -> float:
@@ -172,10 +268,11 @@ def jaccard(matches: int) -> float:
 
 
 def matches(a: bytes, b: bytes) -> int:
-    """How many values two stored signatures share."""
-    if len(a) != SIGNATURE_BYTES or len(b) != SIGNATURE_BYTES:
-        raise ValueError(f"a signature has {SIGNATURE_BYTES} bytes")
-    return int(np.count_nonzero(np.frombuffer(a, np.uint8) == np.frombuffer(b, np.uint8)))
+    """How many values two stored signatures share (their sizes, if stored, are not values)."""
+    if not is_stored_signature(a) or not is_stored_signature(b):
+        raise ValueError(f"a signature has {SIGNATURE_BYTES} bytes (or {SIZED_BYTES} with a size)")
+    left = np.frombuffer(a, np.uint8, count=VALUES)
+    return int(np.count_nonzero(left == np.frombuffer(b, np.uint8, count=VALUES)))
 
 
 def estimate(a: bytes, b: bytes) -> float:
