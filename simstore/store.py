@@ -59,7 +59,7 @@ from simstore.storage._writer import Writer
 from simstore.storage.db import check_relaxed_commit
 from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
 from simstore.storage.retention import parse_duration, partition_of, utc_naive
-from simstore.storage.schema import decisions, fingerprints
+from simstore.storage.schema import decisions, fingerprints, kept_text_of
 from simstore.text import minhash
 from simstore.text.encoding import from_signed
 from simstore.text.fingerprint import ensure_available
@@ -78,7 +78,8 @@ __all__ = ["BatchFailed", "Decision", "Match", "Search", "SimStore", "Stats"]
 
 def _kept_item(key: str, row: Any, max_distance: int) -> Item:
     """The planned item a kept row stands for: its fingerprint, kept text and signature."""
-    item = Item(key, from_signed(int(row.fp)), None, max_distance, text=row.text, planned=True)
+    text = kept_text_of(row.text, row.packed_text)
+    item = Item(key, from_signed(int(row.fp)), None, max_distance, text=text, planned=True)
     if row.signature is not None:
         item.signature = bytes(row.signature)
         keys = minhash.band_keys(minhash.from_bytes(item.signature)[None, :]).tolist()[0]
@@ -483,13 +484,13 @@ class SimStore:
         """The normalised text kept for ``key`` (kept short texts only; None otherwise)."""
         checked = check_key(key)
         with self._connections.reading() as conn:
-            text = conn.execute(
-                sa.select(fingerprints.c.text).where(
+            row = conn.execute(
+                sa.select(fingerprints.c.text, fingerprints.c.packed_text).where(
                     fingerprints.c.key == checked, fingerprints.c.ns_id == self.ns_id
                 )
-            ).scalar()
+            ).first()
             self._require_namespace(conn)
-            return text
+            return None if row is None else kept_text_of(row.text, row.packed_text)
 
     def get(self, key: str) -> Decision | None:
         """The decision recorded for ``key`` (None if it was never added or has been purged)."""
@@ -519,6 +520,7 @@ class SimStore:
                     fingerprints.c.id,
                     fingerprints.c.fp,
                     fingerprints.c.text,
+                    fingerprints.c.packed_text,
                     fingerprints.c.signature,
                     fingerprints.c.added_at,
                 ).where(fingerprints.c.ns_id == self.ns_id, fingerprints.c.key == checked)

@@ -40,8 +40,14 @@ LONG_TEXT = (
     "day. Season tickets bought before the change stay valid until the end of the month, and "
     "the kiosk at the south pier will exchange them for the new cards free of charge. Bicycles "
     "travel free outside the morning rush, dogs on a lead are welcome on every deck, and the "
-    "café on the upper deck opens half an hour after the first boat leaves the north pier."
-)  # over 500 normalised characters: a long text, decided by the MinHash estimate
+    "café on the upper deck opens half an hour after the first boat leaves the north pier. "
+    "On public holidays the winter timetable applies, with the last boat leaving at eight in the "
+    "evening; the ferry does not run on the first of January. Passengers with reduced mobility "
+    "can ask the crew for the ramp at either pier, and the lift to the upper deck works again "
+    "since the repairs in March. Lost property is kept at the north pier office for a month, "
+    "and questions about the new cards go to the harbour office, open on weekdays from nine. "
+    "Timetables are posted at both piers and on the board outside the harbour office."
+)  # over 1,000 normalised characters: a long text, decided by the MinHash estimate
 
 
 Ran = subprocess.CompletedProcess[str]

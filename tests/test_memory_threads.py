@@ -25,8 +25,10 @@ VOCABULARY = [f"w{n:04d}" for n in range(5_000)]
 
 def group_text(group: int, variant: int) -> str:
     """Texts of one group are near-duplicates (one word differs); other groups share nothing."""
-    words = random.Random(group).sample(VOCABULARY, 100)  # over 500 characters: a long text
-    words[50] = f"variant{variant}"
+    # over 1,000 characters: a long text, decided by the estimate (a short one with a numbered
+    # word replaced would be a look-alike, not a duplicate)
+    words = random.Random(group).sample(VOCABULARY, 200)
+    words[100] = f"variant{variant}"
     return " ".join(words)
 
 

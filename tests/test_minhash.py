@@ -11,6 +11,7 @@ import multiprocessing
 import random
 import string
 import uuid
+import zlib
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -273,6 +274,32 @@ def test_a_row_stored_before_sizes_is_decided_by_its_estimate(
     assert store.add(whole[: len(whole) * 2 // 3], key="cut").inserted
     edited = store.add(whole + " one more closing line.", key="edited")  # the estimate still works
     assert edited.duplicate_of is not None and edited.duplicate_of.key == "whole"
+    store.close()
+
+
+def test_kept_texts_are_stored_compressed_and_plain_ones_are_still_read(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    store = make_store()
+    medium = _sentence(random.Random(41), 120)  # ~840 characters: short, so its text is kept
+    store.add(medium, key="medium")
+    rows, names = schema.fingerprints, schema.namespaces
+    ns_id = sa.select(names.c.id).where(names.c.name == store.namespace).scalar_subquery()
+    ours = (rows.c.key == "medium", rows.c.ns_id == ns_id)
+    normalised = default_normalise(medium)
+    with engine.begin() as conn:
+        plain, packed = conn.execute(sa.select(rows.c.text, rows.c.packed_text).where(*ours)).one()
+        assert plain is None and packed is not None
+        assert len(packed) < len(normalised.encode()) * 0.7  # compressed
+        assert zlib.decompress(packed).decode() == normalised  # the reference: zlib itself
+        # the row as simstore before revision 0014 wrote it: the text in plain
+        conn.execute(sa.update(rows).where(*ours).values(text=normalised, packed_text=None))
+    assert store.kept_text("medium") == normalised
+    words = medium.split()
+    words[10] = "zzzzzz"  # one word replaced: a duplicate by the exact measure, on the plain text
+    again = store.add(" ".join(words), key="again")
+    assert again.duplicate_of is not None and again.duplicate_of.key == "medium"
+    assert again.duplicate_of.measure == "jaccard"
     store.close()
 
 

@@ -39,9 +39,9 @@ EDITED = (
     "Just tried the new hiking boots from Pelham! Looks nice, but stopped working after a week."
 )
 OTHER = "The quarterly report shows revenue growth in every region except the north."
-# 20 sentences (~560 normalised characters): longer than short_length (500), so not kept
+# 40 sentences (~1,130 normalised characters): longer than short_length (1000), so not kept
 ZH_LONG = "".join(
-    f"第{i}段：今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。" for i in range(20)
+    f"第{i}段：今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。" for i in range(40)
 )
 
 
@@ -68,9 +68,9 @@ def test_minhash_plans_the_comparison_text_signature_and_band_keys() -> None:
 
 
 def test_minhash_keeps_no_text_of_a_long_one() -> None:
-    long_text = " ".join([TEXT, OTHER] * 5)
+    long_text = " ".join([TEXT, OTHER] * 7)
     item = planned(MinHashVerification(), "a", long_text)
-    assert len(default_normalise(long_text)) >= 300 and item.text is None
+    assert len(default_normalise(long_text)) >= 1000 and item.text is None
     assert item.signature is not None
 
 
@@ -132,9 +132,9 @@ def _sharing(signature: bytes, equal: int) -> bytes:
 )
 def test_no_rule_matches_below_the_least_equal_values(policy: MinHashVerification) -> None:
     short = planned(policy, "a", TEXT)  # an identical short text: only the estimate refuses it
-    # 12 sentences (~650 normalised characters): longer than short_length (500), so not kept
+    # 24 sentences (~1,300 normalised characters): longer than short_length (1000), so not kept
     long_text = " ".join(
-        f"Sentence number {i} tells of the harbour and the ships." for i in range(12)
+        f"Sentence number {i} tells of the harbour and the ships." for i in range(24)
     )
     long = planned(policy, "b", long_text)
     chinese = planned(policy, "c", ZH_LONG)
@@ -184,8 +184,8 @@ def test_candidates_by_band_keys_or_by_radius() -> None:
     a, b = planned(policy, "a", TEXT), planned(policy, "b", OTHER)  # both short
     assert policy.is_candidate(b, a, 1)  # one shared key makes a short text's candidate
     assert not policy.is_candidate(b, a, 0) or (a.fingerprint ^ b.fingerprint).bit_count() <= 3
-    long_a = planned(policy, "la", " ".join([TEXT, OTHER] * 5))
-    long_b = planned(policy, "lb", " ".join([OTHER, TEXT] * 5))
+    long_a = planned(policy, "la", " ".join([TEXT, OTHER] * 7))
+    long_b = planned(policy, "lb", " ".join([OTHER, TEXT] * 7))
     assert long_b.text is None and policy.min_shared(long_b) == 2
     assert policy.is_candidate(long_b, long_a, 2)
     far = (long_a.fingerprint ^ long_b.fingerprint).bit_count() > 3
@@ -391,11 +391,11 @@ def test_counting_chinese_and_japanese_characters(text: str) -> None:
 
 
 def test_a_long_text_mostly_in_chinese_has_its_own_threshold() -> None:
-    # 14 copies (~530 normalised characters): longer than short_length (500), so not kept
-    zh = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。" * 14
+    # 27 copies (~1,030 normalised characters): longer than short_length (1000), so not kept
+    zh = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。" * 27
     items = {
         name: planned(MinHashVerification(), name, text)
-        for name, text in (("zh", zh), ("en", " ".join([TEXT, OTHER] * 4)))
+        for name, text in (("zh", zh), ("en", " ".join([TEXT, OTHER] * 7)))
     }
     assert items["zh"].mostly_cjk and not items["en"].mostly_cjk
     edited = zh.replace("公园", "湖边", 3) + "这是新加的一句话，和原文无关。"

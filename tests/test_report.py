@@ -127,6 +127,10 @@ def section_html(html: str, ident: str) -> str:
 def test_every_section_is_there(make_store: StoreFactory) -> None:
     store = make_store()
     fill(store)
+    # a long text (over short_length) and a copy: decided by the estimate, drawn at its threshold
+    long = " ".join(f"Paragraph {n} of the harbour authority's annual notice." for n in range(24))
+    store.add(long, key="notice", at=START)
+    store.add(long + " Updated.", key="notice-again", at=START + timedelta(minutes=1))
     html = store.report(now=START + timedelta(days=10))
     page = parsed(html)
     assert page.sections == [ident for ident, _title in SECTIONS]
@@ -456,7 +460,7 @@ def test_long_texts_clusters_show_their_text_when_the_source_is_given(
     make_store: StoreFactory,
 ) -> None:
     store = make_store()
-    long = " ".join(f"Paragraph {n} of the harbour authority's annual notice." for n in range(12))
+    long = " ".join(f"Paragraph {n} of the harbour authority's annual notice." for n in range(24))
     store.add(long, key="notice")
     store.add(long + " Updated.", key="notice-again")
     [cluster] = gather(store, clusters=1).clusters

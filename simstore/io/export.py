@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from simstore.policy.validate import check_key
-from simstore.storage.schema import decision_log, fingerprints
+from simstore.storage.schema import decision_log, fingerprints, kept_text_of
 from simstore.storage.schema import decisions as decisions_table
 from simstore.text.encoding import from_signed, to_hex
 
@@ -72,17 +72,21 @@ def kept(store: SimStore) -> Iterator[dict[str, Any]]:
     """Every kept row of the namespace (the normalised text only where it was kept: short texts)."""
     statement = (
         sa.select(
-            fingerprints.c.key, fingerprints.c.fp, fingerprints.c.added_at, fingerprints.c.text
+            fingerprints.c.key,
+            fingerprints.c.fp,
+            fingerprints.c.added_at,
+            fingerprints.c.text,
+            fingerprints.c.packed_text,
         )
         .where(fingerprints.c.ns_id == store.ns_id)
         .order_by(fingerprints.c.id)
     )
-    for key, fp, added_at, text in _rows(store, statement):
+    for key, fp, added_at, text, packed in _rows(store, statement):
         yield {
             "key": key,
             "fingerprint": to_hex(from_signed(int(fp))),
             "added_at": _utc(added_at),
-            "text": text,
+            "text": kept_text_of(text, packed),
         }
 
 

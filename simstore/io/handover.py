@@ -49,6 +49,7 @@ from simstore.storage.schema import (
     fingerprints,
     minhash_keys,
     namespaces,
+    pack_text,
 )
 from simstore.text import minhash
 from simstore.text.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
@@ -283,8 +284,8 @@ def _fingerprint_row(
     fp = to_signed(row.fingerprint)
     keys = list(row.band_keys) if keys_in_row and row.band_keys else None
     return FingerprintRow(
-        ns_id, row.key, fp, b0, b1, b2, b3, moment, part, row.text, row.signature, keys,
-        row.signature is None,
+        ns_id, row.key, fp, b0, b1, b2, b3, moment, part, None, row.signature, keys,
+        row.signature is None, pack_text(row.text),
     )  # fmt: skip
 
 

@@ -45,7 +45,7 @@ from simstore.policy.verify import Item, Policy
 from simstore.results import Judged
 from simstore.storage.db import redact
 from simstore.storage.retention import parse_duration, utc_naive
-from simstore.storage.schema import decision_log, decisions, fingerprints
+from simstore.storage.schema import decision_log, decisions, fingerprints, kept_text_of
 from simstore.text._algorithms import default_normalise
 
 if TYPE_CHECKING:
@@ -239,7 +239,11 @@ class _Reader:
         if self.start is not None:
             where.append(fingerprints.c.added_at >= self.start)
         rows, with_text = conn.execute(
-            sa.select(sa.func.count(), sa.func.count(fingerprints.c.text)).where(*where)
+            sa.select(
+                sa.func.count(),
+                # a row has its text in one of the two columns, or none
+                sa.func.count(fingerprints.c.packed_text) + sa.func.count(fingerprints.c.text),
+            ).where(*where)
         ).one()
         return int(rows), int(with_text)
 
@@ -352,6 +356,7 @@ class _Reader:
                 biggest.c.last_at,
                 fingerprints.c.added_at,
                 fingerprints.c.text,
+                fingerprints.c.packed_text,
             )
             .select_from(
                 biggest.outerjoin(
@@ -365,8 +370,8 @@ class _Reader:
             .order_by(biggest.c.size.desc(), biggest.c.kept_key)
         ).all()
         return tuple(
-            Cluster(key, int(count), added_at, last_at, text)
-            for key, count, last_at, added_at, text in rows
+            Cluster(key, int(count), added_at, last_at, kept_text_of(text, packed))
+            for key, count, last_at, added_at, text, packed in rows
         )
 
     def orphaned(self, conn: Connection) -> int:
@@ -468,12 +473,12 @@ def _with_kept_texts(conn: Connection, ns_id: int, nearest: tuple[Near, ...]) ->
     wanted = sorted({near.duplicate_of for near in nearest})
     kept: dict[str, str | None] = {}
     for chunk in chunks(wanted, 500):
-        for key, text in conn.execute(
-            sa.select(fingerprints.c.key, fingerprints.c.text).where(
+        for key, text, packed in conn.execute(
+            sa.select(fingerprints.c.key, fingerprints.c.text, fingerprints.c.packed_text).where(
                 fingerprints.c.ns_id == ns_id, fingerprints.c.key.in_(chunk)
             )
         ):
-            kept[key] = text
+            kept[key] = kept_text_of(text, packed)
     return tuple(
         dataclasses.replace(
             near, kept_text=kept.get(near.duplicate_of), kept_row=near.duplicate_of in kept

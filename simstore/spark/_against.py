@@ -30,14 +30,17 @@ from simstore.io import handover
 from simstore.policy.verify import Policy
 from simstore.spark import _executor as executor
 from simstore.storage.retention import partition_of, utc_naive, window_start
-from simstore.storage.schema import decisions, fingerprints
+from simstore.storage.schema import decisions, fingerprints, kept_text_of
 
 if TYPE_CHECKING:
     from simstore.store import SimStore
 
 log = logging.getLogger("simstore")
 
-KEPT_DDL = "rank long, key string, fp long, text string, signature binary, moment long"
+# text or packed_text: a store's row has one of them (simstore.storage.schema.kept_text_of)
+KEPT_DDL = (
+    "rank long, key string, fp long, text string, signature binary, moment long, packed_text binary"
+)
 ROWS_PER_READ = 200_000  # rows of a store in one JDBC read task
 
 
@@ -49,8 +52,8 @@ def store_rows(spark: SparkSession, store: SimStore, at: datetime) -> DataFrame:
     with store.connections.reading() as conn:
         rows = [
             (int(rank), str(key), int(fp), text, None if sig is None else bytes(sig),
-             executor.micros(utc_naive(added_at)))
-            for rank, key, fp, text, sig, added_at in conn.execute(statement)
+             executor.micros(utc_naive(added_at)), None if packed is None else bytes(packed))
+            for rank, key, fp, text, sig, added_at, packed in conn.execute(statement)
         ]  # fmt: skip
     return spark.createDataFrame(rows, KEPT_DDL)
 
@@ -82,6 +85,7 @@ def handover_rows(spark: SparkSession, path: str, moment: datetime) -> DataFrame
         "text",
         "signature",
         F.lit(loaded).cast("long").alias("moment"),
+        F.lit(None).cast("binary").alias("packed_text"),
     )
 
 
@@ -103,9 +107,11 @@ def _priors(
     for record in batches:
         columns = record.to_pydict()
         items = []
-        for key, fp, text, signature in zip(
-            columns["key"], columns["fp"], columns["text"], columns["signature"], strict=True
-        ):
+        for key, fp, plain, packed, signature in zip(
+            columns["key"], columns["fp"], columns["text"], columns["packed_text"],
+            columns["signature"], strict=True,
+        ):  # fmt: skip
+            text = kept_text_of(plain, packed)
             keys = handover.band_keys_of(signature) if signature is not None else ()
             # a kept row is only ever the old side: its radius, threshold and script are unread
             items.append(
@@ -125,6 +131,7 @@ def _kept_statement(store: SimStore, at: datetime) -> sa.Select[Any]:
         fingerprints.c.text,
         fingerprints.c.signature,
         fingerprints.c.added_at,
+        fingerprints.c.packed_text,
     ).where(fingerprints.c.ns_id == store.ns_id)
     start = window_start(at, store.keep)
     if start is not None:
@@ -174,6 +181,7 @@ def _read_jdbc(spark: SparkSession, store: SimStore, statement: sa.Select[Any]) 
         fingerprints.c.text,
         fingerprints.c.signature,
         moment.label("moment"),
+        fingerprints.c.packed_text,
     )
     ranges: dict[str, str] = {}
     if count:
@@ -193,6 +201,7 @@ def _read_jdbc(spark: SparkSession, store: SimStore, statement: sa.Select[Any]) 
         "text",
         "signature",
         F.col("moment").cast("long"),
+        "packed_text",
     )
 
 

@@ -28,6 +28,7 @@ from simstore.results import Judged, Match, sort_matches
 from simstore.storage import _prepared as prepared
 from simstore.storage.locking import require_namespace
 from simstore.storage.retention import partition_of, window_start
+from simstore.storage.schema import kept_text_of
 from simstore.text import minhash
 from simstore.text.encoding import BAND_COUNT, MASK64, bands
 
@@ -480,8 +481,8 @@ class Finder:
                 key,
                 int(value) & MASK64,
                 prepared.as_datetime(added_at),
-                text,
+                kept_text_of(text, None if packed is None else bytes(packed)),
                 None if signature is None else bytes(signature),
             )
-            for row_id, key, added_at, text, value, signature in rows
+            for row_id, key, added_at, text, value, signature, packed in rows
         }

@@ -359,11 +359,12 @@ def decisions_by_key(dialect: sa.Dialect, count: int) -> Prepared:
     return _cached(("decisions", count), dialect, build)
 
 
-_DETAIL_COLUMNS = ("id", "key", "added_at", "text", "fp", "signature")
+_DETAIL_COLUMNS = ("id", "key", "added_at", "text", "fp", "signature", "packed_text")
 
 
 def rows_by_id(dialect: sa.Dialect, count: int) -> Prepared:
-    """Key, time, kept text, value and signature of ``count`` rows (parameters ``ns``, ``i0``..)."""
+    """Key, time, kept text (plain, then packed), value and signature of ``count`` rows
+    (parameters ``ns``, ``i0``..)."""
 
     def build() -> ClauseElement:
         names: list[Any] = [sa.bindparam(f"i{j}") for j in range(count)]

@@ -30,6 +30,7 @@ from simstore.storage.schema import (
     fingerprints,
     minhash_keys,
     namespaces,
+    pack_text,
 )
 from simstore.text.encoding import from_signed, to_hex, to_signed
 
@@ -89,9 +90,9 @@ class Writer:
                 kept_at[position] = moment
                 kept_so_far.add(position, item)
                 row = FingerprintRow(
-                    self.ns_id, item.key, fp, *item.own_bands, moment, part, item.text,
+                    self.ns_id, item.key, fp, *item.own_bands, moment, part, None,
                     item.signature, list(item.band_keys) if in_row and item.band_keys else None,
-                    item.signature is None,
+                    item.signature is None, pack_text(item.text),
                 )  # fmt: skip
                 kept_rows.append(row)
                 if item.band_keys and not in_row:

@@ -12,6 +12,7 @@ The migrations in ``migrations/`` create exactly this schema; a test compares th
 
 from __future__ import annotations
 
+import zlib
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -32,6 +33,7 @@ KeyText = sa.String(255).with_variant(
 )
 
 LongText = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+LongBytes = sa.LargeBinary().with_variant(mysql.MEDIUMBLOB(), "mysql", "mariadb")
 # PostgreSQL keeps a row's MinHash band keys in the row, under a GIN index; elsewhere the column
 # stays NULL and the keys are rows of simstore_minhash (see band_keys_in_row)
 BandKeyArray = sa.LargeBinary().with_variant(postgresql.ARRAY(sa.Integer()), "postgresql")
@@ -102,7 +104,8 @@ fingerprints = sa.Table(
     sa.Column("added_at", Timestamp, nullable=False),
     # time partition: floor(seconds since the epoch / partition length), for retention
     sa.Column("part", sa.Integer, nullable=False),
-    # the normalised text, kept only for texts a verification policy may need to compare exactly
+    # the normalised text, kept only for texts a verification policy may need to compare exactly:
+    # rows written before revision 0014 (never written since; see packed_text)
     sa.Column("text", LongText, nullable=True),
     # the MinHash signature (simstore.text.minhash) under the default verification policy, else NULL
     sa.Column("signature", sa.LargeBinary, nullable=True),
@@ -111,6 +114,8 @@ fingerprints = sa.Table(
     # whether SimHash band lookups find the row: exactly the rows without a signature (a signed
     # row is found by its MinHash band keys), so that the band indexes hold no signed row
     sa.Column(SIMHASH_INDEXED, sa.Boolean, nullable=False, server_default=sa.true()),
+    # the same text since revision 0014, zlib-compressed UTF-8 (pack_text, kept_text_of)
+    sa.Column("packed_text", LongBytes, nullable=True),
     sa.UniqueConstraint("key", "ns_id", name="uq_simstore_fingerprints_key"),
     *(sa.Index(name, *columns, **options) for name, columns, options in SIMHASH_BAND_INDEXES),
     sa.Index("ix_simstore_fingerprints_part", "part", "ns_id"),
@@ -204,6 +209,20 @@ class FingerprintRow(NamedTuple):
     signature: bytes | None
     band_keys: list[int] | None  # PostgreSQL only (band_keys_in_row)
     simhash_indexed: bool  # signature is None
+    packed_text: bytes | None  # pack_text(the comparison text)
+
+
+def pack_text(text: str | None) -> bytes | None:
+    """A comparison text as ``packed_text`` stores it."""
+    return None if text is None else zlib.compress(text.encode("utf-8"), 6)
+
+
+def kept_text_of(text: str | None, packed: bytes | None) -> str | None:
+    """The comparison text of a row, from its ``text`` and ``packed_text`` columns (at most one
+    is set: ``text`` by simstore before revision 0014)."""
+    if packed is not None:
+        return zlib.decompress(packed).decode("utf-8")
+    return text
 
 
 def kept_as_decisions(*where: Any) -> sa.Select[Any]:
