@@ -104,6 +104,7 @@ def edit_ratio(a: str, b: str, *, normalise: bool = True) -> float:
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 _TOKENS = re.compile(r"\d+|[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]|[^\W\d_]+")
+_TOKEN_KINDS = re.compile(r"(\d+)|([\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff])|([^\W\d_]+)")
 
 
 def tokens(text: str) -> list[str]:
@@ -199,8 +200,11 @@ class _Tokenised(NamedTuple):
 def _tokenised(text: str) -> _Tokenised:
     """A text's ``_Tokenised`` (a query's, once for all its matches); tuples, since the cache
     hands the same value to every caller."""
-    found = tuple(tokens(text))
-    words_before = (0, *itertools.accumulate(not _is_cjk(t) for t in found))
+    # _TOKENS with its three kinds as groups: a token is a word unless it is a CJK character
+    # (told by the match, not a call per token: a thousand-character Chinese text is a thousand)
+    grouped = _TOKEN_KINDS.findall(text)
+    found = tuple(digits or cjk or letters for digits, cjk, letters in grouped)
+    words_before = (0, *itertools.accumulate(not cjk for _digits, cjk, _letters in grouped))
     return _Tokenised(found, Counter(found), words_before)
 
 
