@@ -85,9 +85,10 @@ from simstore.policy import batch
 from simstore.policy.batch import Edge, Verdict
 from simstore.policy.verify import DEFAULT_POLICY, Item
 from simstore.storage.retention import partition_of
+from simstore.storage.schema import pack_text
 from simstore.store import SimStore
 from simstore.text.encoding import bands, to_signed
-from simstore.text.minhash import BANDS, VALUES
+from simstore.text.minhash import BANDS, SIZED_BYTES, VALUES
 
 HERE = Path(__file__).resolve().parent
 SPAN = timedelta(days=2)
@@ -194,7 +195,7 @@ class Signed:
 
     fp: npt.NDArray[np.uint64]
     text: list[str | None]  # the comparison text (short texts)
-    signature: npt.NDArray[np.uint8]  # (N, VALUES)
+    signature: npt.NDArray[np.uint8]  # (N, SIZED_BYTES): the values, then the text's size
     mostly_cjk: npt.NDArray[np.bool_]
     min_shared: npt.NDArray[np.uint8]  # band keys a kept text must share to be a candidate
     band_rows: npt.NDArray[np.uint64]  # (key + 2**31) << 32 | number + 1, sorted
@@ -212,7 +213,7 @@ def sign_all(n: int, workers: int) -> Signed:
     # sorting by the primary key (band_key, ns_id, fp_id) of one namespace, in 8 bytes a row
     packed = np.empty(n * BANDS, dtype=np.uint64)
     fp = np.empty(n, dtype=np.uint64)
-    signature = np.empty((n, VALUES), dtype=np.uint8)
+    signature = np.empty((n, SIZED_BYTES), dtype=np.uint8)
     mostly_cjk = np.empty(n, dtype=bool)
     min_shared = np.empty(n, dtype=np.uint8)
     counts = np.empty(n, dtype=np.uint8)
@@ -227,7 +228,7 @@ def sign_all(n: int, workers: int) -> Signed:
             first = chunk["first"]
             end = first + len(chunk["text"])
             fp[first:end] = chunk["fp"]
-            signature[first:end] = chunk["signature"].reshape(-1, VALUES)
+            signature[first:end] = chunk["signature"].reshape(-1, SIZED_BYTES)
             mostly_cjk[first:end] = chunk["mostly_cjk"]
             min_shared[first:end] = chunk["min_shared"]
             counts[first:end] = chunk["counts"]
@@ -273,7 +274,8 @@ def candidate_pairs(
         parts = [out]
         for first in range(0, len(new), SIGNATURE_PAIRS):
             a, b = new[first : first + SIGNATURE_PAIRS], old[first : first + SIGNATURE_PAIRS]
-            equal = (signed.signature[a] == signed.signature[b]).sum(axis=1) >= least_equal
+            values_a, values_b = signed.signature[a, :VALUES], signed.signature[b, :VALUES]
+            equal = (values_a == values_b).sum(axis=1) >= least_equal
             parts.append((a[equal] << 32) | b[equal])
         return np.concatenate(parts)
 
@@ -412,7 +414,7 @@ def fill(path: Path, n: int, workers: int) -> dict[str, Any]:
         numbers = (np.flatnonzero(kept[first : first + step]) + first).tolist()
         connection.executemany(
             "INSERT INTO simstore_fingerprints (id, ns_id, key, fp, b0, b1, b2, b3, "
-            f"added_at, part, text, signature, simhash_indexed) VALUES (?, {ns_id}, ?, ?, "
+            f"added_at, part, packed_text, signature, simhash_indexed) VALUES (?, {ns_id}, ?, ?, "
             "?, ?, ?, ?, ?, ?, ?, ?, 0)",  # signed: not in the SimHash band indexes
             (_fingerprint_row(signed, i, int(ids[i]), n, partition_seconds) for i in numbers),
         )
@@ -499,14 +501,14 @@ def fill_keep_all(path: Path, n: int, workers: int) -> dict[str, Any]:
         for done, chunk in enumerate(pool.imap(_sign_task, tasks), 1):
             first = chunk["first"]
             end = first + len(chunk["text"])
-            signatures = chunk["signature"].reshape(-1, VALUES)
+            signatures = chunk["signature"].reshape(-1, SIZED_BYTES)
             connection.executemany(
                 "INSERT INTO simstore_fingerprints (id, ns_id, key, fp, b0, b1, b2, b3, "
-                f"added_at, part, text, signature, simhash_indexed) VALUES (?, {ns_id}, ?, ?, "
-                "?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                f"added_at, part, packed_text, signature, simhash_indexed) VALUES (?, {ns_id}, "
+                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
                 (
                     (i + 1, f"t{i}", to_signed(value), *bands(value),
-                     *_when(i, n, partition_seconds), text, signature.tobytes())
+                     *_when(i, n, partition_seconds), pack_text(text), signature.tobytes())
                     for i, value, text, signature in zip(
                         range(first, end), chunk["fp"].tolist(), chunk["text"], signatures,
                         strict=True,
@@ -598,7 +600,7 @@ def _fingerprint_row(
     """Kept text ``i``'s fingerprint row, in the columns ``fill`` inserts."""
     value = int(signed.fp[i])
     return (row_id, f"t{i}", to_signed(value), *bands(value), *_when(i, n, partition_seconds),
-            signed.text[i], signed.signature[i].tobytes())  # fmt: skip
+            pack_text(signed.text[i]), signed.signature[i].tobytes())  # fmt: skip
 
 
 def fill_and_mark(path: Path, n: int, workers: int, keep_all: bool = False) -> None:
@@ -619,7 +621,7 @@ def _rows(path: Path, keys: Sequence[str]) -> dict[str, list[tuple[Any, ...]]]:
     try:
         return {
             "fingerprints": connection.execute(
-                "SELECT key, fp, b0, b1, b2, b3, added_at, part, text, signature "
+                "SELECT key, fp, b0, b1, b2, b3, added_at, part, text, signature, packed_text "
                 f"FROM simstore_fingerprints WHERE key IN ({marks}) ORDER BY key",
                 keys,
             ).fetchall(),
