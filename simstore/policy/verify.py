@@ -391,10 +391,11 @@ class MinHashVerification(Policy):
     name: ClassVar[str] = "minhash"
     decides_texts_by_distance: ClassVar[bool] = False
     # normalised characters; shorter texts are kept (compressed) and decided by the exact measure
-    # and the look-alike rule. 1000: texts of 500-1000 characters by the estimate alone merged
+    # and the look-alike rule. 700: texts of 500-700 characters by the estimate alone merged
     # sibling package descriptions that differ by a word or two (tune half, en-long: P .941
-    # R .928 with 500 -> P .963 R .941)
-    short_length: int = 1000
+    # R .928 with 500 -> P .954 R .939; 1000 gave P .963 R .941 but 794 B a kept text on the
+    # window benchmark, past its 750, and twice the median query time there)
+    short_length: int = 700
     measure: Measure = "jaccard"
     threshold: float = 0.55
     prefilter: float = 0.35
