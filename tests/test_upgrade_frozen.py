@@ -384,3 +384,37 @@ def test_0010_keeps_the_first_16_bands_keys_and_downgrades_to_all_24(
         conn.commit()
     engine.dispose()
     assert _band_keys_and_schemes(url) == (before, {"minhash-c5-96-24x4-b8-v2"})
+
+
+def _band_key_type(url: str) -> str:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            columns = sa.inspect(conn).get_columns(schema.minhash_keys.name)
+    finally:
+        engine.dispose()
+    return next(type(column["type"]).__name__ for column in columns if column["name"] == "band_key")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "mysql"])
+def test_0015_makes_band_keys_int_on_mariadb_keeps_every_key_and_downgrades(
+    kind: str, tmp_path: Path
+) -> None:
+    url, manifest = _frozen_on(kind, "0014_packed_text", tmp_path)
+    before, _ = _band_keys_and_schemes(url)
+    assert before and _band_key_type(url) == "BIGINT"
+    migrate.upgrade(url, "0015_minhash_int_keys")
+    # MariaDB's key rows shrink by 4 bytes; SQLite stores 32-bit values in 4 bytes already and
+    # keeps its table as it was
+    assert _band_key_type(url) == ("INTEGER" if kind == "mysql" else "BIGINT")
+    assert _band_keys_and_schemes(url)[0] == before
+    migrate.upgrade(url, "0015_minhash_int_keys")  # run again (a resumed upgrade): nothing to do
+    assert signed_rows_as_made_now(url, manifest) > 0
+
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        command.downgrade(migrate._config(conn), "0014_packed_text")
+        conn.commit()
+    engine.dispose()
+    assert _band_key_type(url) == "BIGINT"
+    assert _band_keys_and_schemes(url)[0] == before

@@ -37,6 +37,10 @@ LongBytes = sa.LargeBinary().with_variant(mysql.MEDIUMBLOB(), "mysql", "mariadb"
 # PostgreSQL keeps a row's MinHash band keys in the row, under a GIN index; elsewhere the column
 # stays NULL and the keys are rows of simstore_minhash (see band_keys_in_row)
 BandKeyArray = sa.LargeBinary().with_variant(postgresql.ARRAY(sa.Integer()), "postgresql")
+# A MinHash band key is a signed 32-bit value: INT on MySQL/MariaDB (InnoDB stores BIGINT in 8
+# bytes; revision 0015), BIGINT elsewhere as first made (SQLite stores it in 4 bytes either way,
+# and PostgreSQL keeps band keys in the fingerprint row)
+BandKey = sa.BigInteger().with_variant(mysql.INTEGER(), "mysql", "mariadb")
 
 BAND_COLUMNS = ("b0", "b1", "b2", "b3")
 
@@ -163,15 +167,15 @@ def band_keys_in_row(dialect: sa.Dialect | str) -> bool:
 
 # MinHash-LSH band keys of the fingerprints that have a signature, on SQLite and MySQL (empty on
 # PostgreSQL: band_keys_in_row): one row per distinct key of each such fingerprint (16 at most;
-# 32-bit values, which SQLite stores in 4 bytes). The primary key answers "which rows of this
-# namespace have band key k" from the index alone (SQLite keeps the table as that index: WITHOUT
-# ROWID). The retention window is checked on the fingerprint rows the keys lead to, so the keys
-# carry no partition. There is no other index: purges and removals recompute a row's band keys
-# from its stored signature and delete them by primary key (simstore.storage.maintenance).
+# 32-bit values: BandKey). The primary key answers "which rows of this namespace have band key k"
+# from the index alone (SQLite keeps the table as that index: WITHOUT ROWID). The retention
+# window is checked on the fingerprint rows the keys lead to, so the keys carry no partition.
+# There is no other index: purges and removals recompute a row's band keys from its stored
+# signature and delete them by primary key (simstore.storage.maintenance).
 minhash_keys = sa.Table(
     "simstore_minhash",
     metadata,
-    sa.Column("band_key", sa.BigInteger, nullable=False),
+    sa.Column("band_key", BandKey, nullable=False),
     sa.Column("ns_id", sa.Integer, nullable=False),
     sa.Column("fp_id", sa.BigInteger, nullable=False),
     sa.PrimaryKeyConstraint("band_key", "ns_id", "fp_id", name="pk_simstore_minhash"),
