@@ -51,6 +51,7 @@ SUITES: dict[str, dict[str, tuple[str, str]]] = {
         ),
         "presets": ("quality.evaluate", "every preset's precision and recall by group"),
         "candidates": ("quality.candidates", "candidate sources and their cost at 1M kept texts"),
+        "layouts": ("quality.layouts", "MinHash band layouts: the duplicates each would find"),
         "traditional": (
             "quality.traditional",
             "Chinese pairs with a traditional second text: folding on and off",
