@@ -273,3 +273,53 @@ def test_purges_and_adds_running_together_never_deadlock() -> None:
         thread.join()
     assert errors == []
     assert sum(added) > 24  # the adds ran beside the 24 purges, not after them
+
+
+def _analyzed(url: str, relation: str) -> bool:
+    engine = create_engine_for(url)
+    try:
+        with engine.connect() as conn:
+            return bool(
+                conn.exec_driver_sql(
+                    "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL "
+                    "FROM pg_stat_user_tables WHERE relname = %s",
+                    (relation,),
+                ).scalar_one()
+            )
+    finally:
+        engine.dispose()
+
+
+def _modified_since_analyze(url: str, relation: str) -> int:
+    engine = create_engine_for(url)
+    try:
+        with engine.connect() as conn:
+            return int(
+                conn.exec_driver_sql(
+                    "SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = %s",
+                    (relation,),
+                ).scalar_one()
+            )
+    finally:
+        engine.dispose()
+
+
+def test_bulk_loads_into_the_legacy_partition_get_statistics() -> None:
+    # Rows older than the first boundary land in <table>_p_legacy. Without statistics there
+    # (autovacuum off) PostgreSQL scanned it whole for every batch's key lookup.
+    url = _partitioned_url()
+    _enable(url, now=DAY0 + timedelta(days=3))
+    legacy = "simstore_fingerprints_p_legacy"
+    rng = random.Random(7)
+    with SimStore(url, keep="10d", policy=SimHashOnly()) as store:
+        loaded = [{"key": f"k{i}", "fingerprint": rng.getrandbits(64)} for i in range(2_500)]
+        assert all(d.inserted for d in store.add_many(loaded, at=DAY0))
+        # the counters reach pg_stat_user_tables within about a second of the commit
+        for _ in range(100):
+            if _modified_since_analyze(url, legacy) >= 2_500 or _analyzed(url, legacy):
+                break
+            time.sleep(0.1)
+        # a batch this big refreshes statistics that lag by more than 20% of a table
+        more = [{"key": f"m{i}", "fingerprint": rng.getrandbits(64)} for i in range(1_000)]
+        assert all(d.inserted for d in store.add_many(more, at=DAY0))
+    assert _analyzed(url, legacy)

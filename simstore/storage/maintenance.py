@@ -259,7 +259,8 @@ def refresh_statistics(connections: Connections) -> None:
         # the tables, or their partitions when they are partitioned (simstore.storage.partitions)
         stale = conn.exec_driver_sql(
             "SELECT relname FROM pg_stat_user_tables "
-            "WHERE relname ~ '^simstore_(fingerprints|decisions|minhash)(_p[a-z0-9]+)?$' "
+            "WHERE relname ~ "
+            "'^simstore_(fingerprints|decisions|minhash)(_p([0-9]+|_legacy|_default))?$' "
             "AND n_mod_since_analyze > 0.2 * GREATEST(n_live_tup, 10000)"
         ).scalars()
         tables = sorted(str(name) for name in stale)
