@@ -494,3 +494,21 @@ def test_the_look_alike_rule_allows_exactly_max_replaced_words() -> None:
             assert similarity.jaccard(norm, norm_edited, normalise=False) >= policy.threshold
             match = policy.confirm(planned(policy, "b", edited), kept, 3)
             assert (match is not None) is (count == limit), (limit, count)
+
+
+def test_judge_reports_confirms_containment_for_long_texts() -> None:
+    # a long text (not kept) and the same text with as much again added: the estimate (~.5) is
+    # under long_threshold, yet the bigger holds all of the smaller's 5-grams
+    policy = MinHashVerification()
+    body = " ".join(f"Paragraph {i} says where the ferry to the islands stops." for i in range(16))
+    added = " ".join(
+        f"Reader {i} asks about the timetable for the winter months." for i in range(12)
+    )
+    a, b = planned(policy, "a", body), planned(policy, "b", body + " " + added)
+    assert a.text is None and b.text is None  # decided by their signatures
+    match = policy.confirm(b, kept_of(a), 3)
+    assert match is not None and match.measure == "containment"
+    judged = policy.judge(b, kept_of(a), 3)
+    assert judged.matched and judged.reason == "duplicate"
+    assert (judged.measure, judged.score) == ("containment", match.score)
+    assert judged.threshold == policy.long_containment

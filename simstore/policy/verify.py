@@ -595,10 +595,8 @@ class MinHashVerification(Policy):
         if self.long_containment is None or item.signature is None or kept.signature is None:
             return None
         own, other = minhash.size_of(item.signature), minhash.size_of(kept.signature)
-        if own is None or other is None:  # a row stored before sizes
-            return None
-        if min(own, other) < self.min_contained * max(own, other):
-            return None
+        if own is None or other is None or not self._copy_sized(own, other):
+            return None  # (None: a row stored before sizes)
         contained = minhash.contained(estimate, own, other)
         return contained if contained >= self.long_containment else None
 
@@ -612,12 +610,17 @@ class MinHashVerification(Policy):
             return None
         left = scores.grams(a) if isinstance(scores, _Scores) else char_ngrams(a, 3)
         right = char_ngrams(b, 3)
-        if min(len(left), len(right)) < self.min_contained * max(len(left), len(right)):
+        if not self._copy_sized(len(left), len(right)):
             return None
         contained = containment_of_sets(left, right)
         # a stricter threshold is stricter for containment too: two texts of one size that
         # differ by an edit have a containment above their Jaccard, and must not slip past it
         return contained if contained >= max(self.containment, self.threshold) else None
+
+    def _copy_sized(self, own: int, other: int) -> bool:
+        """Whether the smaller of two n-gram sets is at least ``min_contained`` of the bigger, as
+        a copy of it must be (a few words found in a long text are no copy of it)."""
+        return min(own, other) >= self.min_contained * max(own, other)
 
     def least_equal_values(self) -> int:
         """The values an estimate of the lowest of ``prefilter``, ``long_threshold``,
@@ -653,17 +656,9 @@ class MinHashVerification(Policy):
         distance, estimate = judged.distance, minhash.estimate(item.signature, kept.signature)
         if item.text is None or kept.text is None:
             least = self._long_bar(item)
-            if judged.matched and estimate < least:  # found by containment
-                contained = self._contained_long(item, kept, estimate) or 0.0
-                return _judged(
-                    kept,
-                    distance,
-                    "containment",
-                    contained,
-                    self.long_containment or 1.0,
-                    "duplicate",
-                    True,
-                )
+            if judged.matched and judged.measure == "containment":  # confirm's own score
+                bar = self.long_containment or 1.0
+                return _judged(kept, distance, "containment", judged.score, bar, "duplicate")
             reason = "duplicate" if judged.matched else "estimate under the threshold"
             return _judged(kept, distance, "minhash", estimate, least, reason, judged.matched)
         score = self.score(item.text, kept.text)
