@@ -13,6 +13,7 @@ import pytest
 from simstore.errors import InvalidInput
 from simstore.policy import batch
 from simstore.policy.verify import MinHashVerification, Policy, SimHashOnly, SimHashVerification
+from simstore.text import minhash
 from tests._workers import stored_band_keys
 from tests.conftest import StoreFactory
 
@@ -161,3 +162,19 @@ def test_a_load_refuses_band_keys_that_are_not_its_signatures(make_store: StoreF
     assert store.get("k") is None  # nothing written
     right = LoadRow("k", True, item.fingerprint, item.text, item.signature, item.band_keys)
     assert store.load([right], at=AT).kept == 1
+
+
+def test_a_load_refuses_a_signature_whose_opening_is_unreadable(make_store: StoreFactory) -> None:
+    from simstore.io.handover import LoadRow
+
+    text = " ".join(f"Section {i} of the licence says who may copy the work." for i in range(20))
+    item = batch.sign([text])[0]
+    assert item.signature is not None and minhash.opening_of(item.signature) is not None
+    store = make_store()
+    sized = item.signature[: minhash.SIZED_BYTES]
+    broken = LoadRow("k", True, item.fingerprint, None, sized + b"no zlib", item.band_keys)
+    with pytest.raises(InvalidInput, match="opening"):
+        store.load([broken], at=AT)
+    assert store.get("k") is None  # nothing written
+    whole = LoadRow("k", True, item.fingerprint, None, item.signature, item.band_keys)
+    assert store.load([whole], at=AT).kept == 1

@@ -143,6 +143,22 @@ def test_a_stored_signature_carries_its_size_and_estimates_containment() -> None
     assert minhash.contained(estimate, *sizes.tolist()) == pytest.approx(exact, abs=0.08)
 
 
+def test_a_signature_may_carry_an_opening_without_changing_values_size_or_keys() -> None:
+    values, sizes = minhash.sketches([_sentence(random.Random(5), 200)])
+    plain = minhash.to_bytes(values[0], int(sizes[0]))
+    carried = minhash.to_bytes(values[0], int(sizes[0]), "upstream name: tramway planner")
+    assert minhash.opening_of(carried) == "upstream name: tramway planner"
+    assert minhash.opening_of(plain) is None
+    assert minhash.is_stored_signature(carried) and minhash.size_of(carried) == int(sizes[0])
+    assert (minhash.from_bytes(carried) == values[0]).all()
+    assert minhash.estimate(carried, plain) == 1.0
+    with pytest.raises(ValueError, match="after its size"):
+        minhash.to_bytes(values[0], None, "an opening needs a size")
+    with pytest.raises(ValueError, match="unreadable"):
+        minhash.opening_of(plain + b"no zlib stream")
+    assert not minhash.is_stored_signature(plain[: minhash.SIZED_BYTES - 1])
+
+
 def test_stored_bytes_of_different_minima_agree_by_the_chance_the_estimate_removes() -> None:
     rng = random.Random(5)
     texts = [_sentence(rng, 40) for _ in range(400)]
@@ -268,7 +284,7 @@ def test_a_row_stored_before_sizes_is_decided_by_its_estimate(
     ours = (rows.c.key == "whole", rows.c.ns_id == ns_id)
     with engine.begin() as conn:  # the row as simstore 0.3 stored it: the 96 values alone
         signature = conn.execute(sa.select(rows.c.signature).where(*ours)).scalar_one()
-        assert len(signature) == minhash.SIZED_BYTES
+        assert minhash.size_of(bytes(signature)) is not None
         legacy = bytes(signature)[: minhash.SIGNATURE_BYTES]
         conn.execute(sa.update(rows).where(*ours).values(signature=legacy))
     assert store.add(whole[: len(whole) * 2 // 3], key="cut").inserted
@@ -488,3 +504,46 @@ def test_a_namespace_of_another_minhash_scheme_is_refused(
         )
     with pytest.raises(PresetMismatch, match="minhash-c7-128-32x4-v9"):
         make_store(namespace=store.namespace)
+
+
+def _licence(rng: random.Random, name: str, contact: str, years: str) -> str:
+    """A long document of one template: its own names in the opening, a shared licence body."""
+    opening = (
+        f"Upstream name: {name}. Upstream contact: {contact}. Source: https://example.org/"
+        f"{name.replace(' ', '-')}. Files: *. Copyright: {years} {contact} and the {name} "
+        "authors. License: the licence below."
+    )
+    return opening + " " + _sentence(rng, 500)
+
+
+def test_long_documents_of_one_template_are_told_apart_by_their_openings(
+    make_store: StoreFactory,
+) -> None:
+    first = _licence(random.Random(41), "tramway planner", "Ada Lovelace", "2019-2023")
+    # the same licence body (same seed), another package's names and years in the opening
+    second = _licence(random.Random(41), "river bird counts", "Grace Hopper", "2011-2015")
+    assert _exact(default_normalise(first), default_normalise(second)) > 0.85
+    store = make_store()
+    assert store.add(first, key="first").inserted
+    apart = store.add(second, key="second")
+    assert apart.inserted, apart.duplicate_of
+    refused = store.near_misses("second")
+    assert [judged.key for judged in refused] == ["first"]
+    assert "in the opening" in refused[0].reason and not refused[0].matched
+    # an edited copy: one word of the opening changed, a few in the body
+    edited = _edited(random.Random(42), first.replace("planner", "planners"), 4)
+    copy = store.add(edited, key="copy")
+    assert copy.duplicate_of is not None and copy.duplicate_of.key == "first"
+    # a long header added: the openings share no template, so the rule stands aside
+    header = _sentence(random.Random(43), 120)
+    headed = store.add(header + " " + first, key="headed")
+    assert headed.duplicate_of is not None and headed.duplicate_of.key == "first"
+    store.close()
+    # without openings (and for rows kept before them) the estimate alone decides
+    plain = make_store(
+        namespace=f"plain-{uuid.uuid4().hex[:8]}", policy=MinHashVerification(opening_length=None)
+    )
+    plain.add(first, key="first")
+    merged = plain.add(second, key="second")
+    assert merged.duplicate_of is not None and merged.duplicate_of.key == "first"
+    plain.close()

@@ -207,12 +207,23 @@ def test_a_recipe_recorded_before_an_option_existed_keeps_its_rule() -> None:
     for option in _BEFORE_OPTION["minhash"]:
         del old["params"][option]
     adopted = policy_from_recipe(json.dumps(old))
-    assert adopted == MinHashVerification(typos=False, containment=None, long_containment=None)
+    assert adopted == MinHashVerification(
+        typos=False, containment=None, long_containment=None, opening_length=None
+    )
     # a namespace made once typos and containment existed, before long texts' containment:
     # its long texts are still decided by the estimate alone
     newer = json.loads(MinHashVerification().recipe())
     del newer["params"]["long_containment"]
     assert policy_from_recipe(json.dumps(newer)) == MinHashVerification(long_containment=None)
+    # one made before openings: long texts of one template are not told apart by them
+    before_openings = json.loads(MinHashVerification().recipe())
+    del (
+        before_openings["params"]["opening_length"],
+        before_openings["params"]["max_opening_replaced"],
+    )
+    assert policy_from_recipe(json.dumps(before_openings)) == MinHashVerification(
+        opening_length=None
+    )
     # under 0.3's rule two typos in short words make a look-alike; under today's they do not
     kept = "Meet me at the old mill on the river at noon, bring the map and the lamp."
     typo = kept.replace("mill", "mll").replace("lamp", "lmp")  # a letter dropped, twice

@@ -184,9 +184,14 @@ def _check_row(raw: object) -> LoadRow:
     signature = None if row.signature is None else bytes(row.signature)
     if signature is not None and not minhash.is_stored_signature(signature):
         raise InvalidInput(
-            f"key {key!r}: a signature has {minhash.SIGNATURE_BYTES} bytes, or "
+            f"key {key!r}: a signature has {minhash.SIGNATURE_BYTES} bytes, or at least "
             f"{minhash.SIZED_BYTES} with its size, not {len(signature)}"
         )
+    if signature is not None:
+        try:
+            minhash.opening_of(signature)
+        except ValueError as error:
+            raise InvalidInput(f"key {key!r}: {error}") from None
     if row.kept:
         keys: tuple[int, ...] = ()
         if signature is not None:

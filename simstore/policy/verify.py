@@ -26,6 +26,7 @@ import json
 import re
 import warnings
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -54,6 +55,9 @@ Measure = Literal["jaccard", "cosine", "edit"]
 Thresholds = tuple[dict[str, tuple[tuple[str, float], ...]], tuple[tuple[str, float], ...]]
 """A policy's lines for a report: ``(label, value)`` score thresholds per measure, then radii."""
 MEASURES: tuple[Measure, ...] = ("jaccard", "cosine", "edit")
+OPENING_ALIGNED = 0.7  # the share of one opening aligned against the whole of the other
+# two openings sharing fewer of their words than this are not one template filled in twice
+OPENING_SHARED = 0.3
 
 
 @dataclass
@@ -429,6 +433,14 @@ class MinHashVerification(Policy):
     # that share most of their text reach 0.85-0.9, copies cut short or with a header added ~1.
     # None: the estimate alone.
     long_containment: float | None = 0.95
+    # texts decided by the estimate (not mostly CJK): their signatures carry the first
+    # ``opening_length`` normalised characters (a short text's own text serves), and two whose
+    # openings have more than ``max_opening_replaced`` places where other words stand in are
+    # one template's different documents (a licence with another package's names, one family's
+    # man pages), not copies. An edit rarely replaces words in five places of the opening; two
+    # such documents almost always differ there. None: no opening kept, the estimate alone.
+    opening_length: int | None = 500
+    max_opening_replaced: int = 4
     strip_markup: bool = True  # drop roff comments, requests and escapes, HTML tags and entities
     strip_social: bool = False  # drop URLs, @mentions and repost markers before comparing
     fold_traditional: bool = False  # compare traditional Chinese as simplified (OpenCC, [zh])
@@ -449,6 +461,8 @@ class MinHashVerification(Policy):
         check_int("min_bands", self.min_bands, lowest=1)
         check_int("short_min_bands", self.short_min_bands, lowest=1)
         check_int("max_replaced", self.max_replaced, lowest=0, optional=True)
+        check_int("opening_length", self.opening_length, lowest=1, optional=True)
+        check_int("max_opening_replaced", self.max_opening_replaced, lowest=0)
         for name in ("numbers_matter", "typos", "strip_markup", "strip_social", "fold_traditional"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInput(f"{name} must be True or False")
@@ -510,8 +524,14 @@ class MinHashVerification(Policy):
         for item, signature, size, band_keys in zip(
             wanted, values, sizes.tolist(), keys, strict=True
         ):
-            item.signature = minhash.to_bytes(signature, size)
+            item.signature = minhash.to_bytes(signature, size, self._kept_opening(item))
             item.band_keys = tuple(sorted(set(band_keys)))  # shared keys are counted once
+
+    def _kept_opening(self, item: Item) -> str | None:
+        """The opening a planned item's signature carries: a long text's (not mostly CJK)."""
+        if self.opening_length is None or item.text is not None or item.mostly_cjk:
+            return None
+        return (item.normalised or "")[: self.opening_length]
 
     def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
         if item.signature is None or kept.signature is None:
@@ -567,6 +587,8 @@ class MinHashVerification(Policy):
                 if contained is None:
                     return None
                 measure, score = "containment", contained
+            if self._opening_replaced(item, kept) is not None:
+                return None
             return Match(
                 kept.key, kept.fingerprint, distance, kept.added_at, measure, round(score, 6)
             )
@@ -599,6 +621,33 @@ class MinHashVerification(Policy):
             return None  # (None: a row stored before sizes)
         contained = minhash.contained(estimate, own, other)
         return contained if contained >= self.long_containment else None
+
+    def _opening_replaced(self, item: Item, kept: Item | Kept) -> int | None:
+        """How many places of two texts' openings hold other words, if more than
+        ``max_opening_replaced`` (one template's different documents), else None."""
+        if self.opening_length is None or item.mostly_cjk:
+            return None
+        own, other = self._opening(item), self._opening(kept)
+        if own is None or other is None:  # a mostly CJK text, or a row kept without an opening
+            return None
+        own_words, other_words = Counter(own.split()), Counter(other.split())
+        fewer = min(own_words.total(), other_words.total())
+        if (own_words & other_words).total() < OPENING_SHARED * fewer:
+            return None  # no one template: other text in front (a long header added), or none
+        # an insertion or deletion in one opening pushes the other's last words past its end,
+        # which would count as a replaced place: each side's first part is aligned against the
+        # whole of the other, and the fewer places count
+        part = int(OPENING_ALIGNED * self.opening_length)
+        places = min(
+            replacements(own[:part], other, typos=self.typos)[0],
+            replacements(other[:part], own, typos=self.typos)[0],
+        )
+        return places if places > self.max_opening_replaced else None
+
+    def _opening(self, side: Item | Kept) -> str | None:
+        if side.text is not None:
+            return side.text[: self.opening_length]
+        return None if side.signature is None else minhash.opening_of(side.signature)
 
     def _contained(
         self, a: str, b: str, scores: Callable[[str, str], float] | None = None
@@ -660,6 +709,11 @@ class MinHashVerification(Policy):
                 bar = self.long_containment or 1.0
                 return _judged(kept, distance, "containment", judged.score, bar, "duplicate")
             reason = "duplicate" if judged.matched else "estimate under the threshold"
+            places = None if judged.matched else self._opening_replaced(item, kept)
+            if places is not None and (
+                estimate >= least or self._contained_long(item, kept, estimate) is not None
+            ):
+                reason = f"look-alike: {places} replaced word(s) in the opening"
             return _judged(kept, distance, "minhash", estimate, least, reason, judged.matched)
         score = self.score(item.text, kept.text)
         if judged.matched:
@@ -684,11 +738,12 @@ class MinHashVerification(Policy):
         long_contained = (
             "" if self.long_containment is None else f" or containment >= {self.long_containment}"
         )
+        opening = "" if self.opening_length is None else ", look-alike openings apart"
         return (
             f"minhash (>= {self.min_bands} shared band keys, {self.short_min_bands} for short "
             f"texts; short texts: {self.measure} >= "
             f"{self.threshold}{contained}{lookalike}; long: estimate >= {self.long_threshold}{cjk}"
-            f"{long_contained})"
+            f"{long_contained}{opening})"
         )
 
     def thresholds(self, max_distance: int) -> Thresholds:
@@ -889,7 +944,12 @@ def recipe_summary(recipe: str | None) -> str:
 
 
 _BEFORE_OPTION: dict[str, dict[str, object]] = {
-    "minhash": {"typos": False, "containment": None, "long_containment": None},
+    "minhash": {
+        "typos": False,
+        "containment": None,
+        "long_containment": None,
+        "opening_length": None,
+    },
 }
 """For a recipe recorded before an option existed, the value that keeps the rule it recorded."""
 

@@ -28,11 +28,18 @@ endian): with two texts' sizes, their Jaccard estimate J gives how much of the s
 bigger holds, J (|A| + |B|) / ((1 + J) min(|A|, |B|)) (Broder 1997), which finds a copy cut short
 or one with a header added, whose Jaccard similarity is low. Signatures stored before sizes
 existed are the 96 values alone; the values and band keys are the same either way.
+
+After the size, a signature may carry the opening of its text (the first characters of the
+normalised text, zlib-compressed UTF-8): the default policy keeps it for texts too long to keep
+whole, to tell two documents of one template (other names in the same licence, man page or
+package description) from an edited copy (``simstore.policy.verify``). Values, size and band keys
+are the same with or without it.
 """
 
 from __future__ import annotations
 
 import itertools
+import zlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -226,18 +233,23 @@ def band_keys(signed: Signatures) -> npt.NDArray[np.int64]:
     return high
 
 
-def to_bytes(signature: Signatures, size: int | None = None) -> bytes:
+def to_bytes(signature: Signatures, size: int | None = None, opening: str | None = None) -> bytes:
     """One signature as stored in the row: one byte a value, then the text's distinct n-grams
-    when ``size`` is given (capped at 2**32 - 1)."""
+    when ``size`` is given (capped at 2**32 - 1), then ``opening`` compressed, when given (it
+    needs ``size``)."""
     values = signature.astype(np.uint8, copy=False).tobytes()
     if size is None:
+        if opening is not None:
+            raise ValueError("a signature carries an opening only after its size")
         return values
-    return values + min(size, 0xFFFFFFFF).to_bytes(SIZE_BYTES, "little")
+    sized = values + min(size, 0xFFFFFFFF).to_bytes(SIZE_BYTES, "little")
+    return sized if opening is None else sized + zlib.compress(opening.encode("utf-8"))
 
 
 def is_stored_signature(stored: bytes) -> bool:
-    """Whether ``stored`` has the length of a stored signature, with or without its size."""
-    return len(stored) in (SIGNATURE_BYTES, SIZED_BYTES)
+    """Whether ``stored`` has the length of a stored signature: the values alone, with the size,
+    or with the size and an opening."""
+    return len(stored) == SIGNATURE_BYTES or len(stored) >= SIZED_BYTES
 
 
 def from_bytes(stored: bytes) -> Signatures:
@@ -248,9 +260,20 @@ def from_bytes(stored: bytes) -> Signatures:
 
 def size_of(stored: bytes) -> int | None:
     """The distinct n-grams of the text a stored signature was made of (None: not stored)."""
-    if len(stored) != SIZED_BYTES:
+    if len(stored) < SIZED_BYTES:
         return None
-    return int.from_bytes(stored[SIGNATURE_BYTES:], "little")
+    return int.from_bytes(stored[SIGNATURE_BYTES:SIZED_BYTES], "little")
+
+
+def opening_of(stored: bytes) -> str | None:
+    """The opening of the text a stored signature carries (None: it carries none). Raises
+    ValueError when the bytes after the size are no compressed UTF-8 text."""
+    if len(stored) <= SIZED_BYTES:
+        return None
+    try:
+        return zlib.decompress(stored[SIZED_BYTES:]).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError) as error:
+        raise ValueError(f"a signature's opening is unreadable: {error}") from None
 
 
 def contained(estimate: float, size_a: int, size_b: int) -> float:
@@ -270,7 +293,9 @@ def jaccard(matches: int) -> float:
 def matches(a: bytes, b: bytes) -> int:
     """How many values two stored signatures share (their sizes, if stored, are not values)."""
     if not is_stored_signature(a) or not is_stored_signature(b):
-        raise ValueError(f"a signature has {SIGNATURE_BYTES} bytes (or {SIZED_BYTES} with a size)")
+        raise ValueError(
+            f"a signature has {SIGNATURE_BYTES} bytes, or at least {SIZED_BYTES} with its size"
+        )
     left = np.frombuffer(a, np.uint8, count=VALUES)
     return int(np.count_nonzero(left == np.frombuffer(b, np.uint8, count=VALUES)))
 
