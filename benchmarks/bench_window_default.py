@@ -178,7 +178,10 @@ def sign_chunk(first: int, count: int) -> dict[str, Any]:
         "first": first,
         "fp": np.array([item.fingerprint for item in items], dtype=np.uint64),
         "text": [item.text for item in items],
-        "signature": np.frombuffer(b"".join(item.signature or b"" for item in items), np.uint8),
+        "signature": np.frombuffer(
+            b"".join((item.signature or b"")[:SIZED_BYTES] for item in items), np.uint8
+        ),
+        "opening": [(item.signature or b"")[SIZED_BYTES:] for item in items],
         "mostly_cjk": np.array([item.mostly_cjk for item in items], dtype=bool),
         "min_shared": np.array([DEFAULT_POLICY.min_shared(item) for item in items], np.uint8),
         "band_keys": np.fromiter(
@@ -196,6 +199,7 @@ class Signed:
     fp: npt.NDArray[np.uint64]
     text: list[str | None]  # the comparison text (short texts)
     signature: npt.NDArray[np.uint8]  # (N, SIZED_BYTES): the values, then the text's size
+    openings: list[bytes]  # what follows the size: a long text's compressed opening, or b""
     mostly_cjk: npt.NDArray[np.bool_]
     min_shared: npt.NDArray[np.uint8]  # band keys a kept text must share to be a candidate
     band_rows: npt.NDArray[np.uint64]  # (key + 2**31) << 32 | number + 1, sorted
@@ -219,6 +223,7 @@ def sign_all(n: int, workers: int) -> Signed:
     counts = np.empty(n, dtype=np.uint8)
     digests = np.empty(n, dtype=np.int64)
     text: list[str | None] = []
+    openings: list[bytes] = []
     band_rows = 0
     started = time.perf_counter()
     context = multiprocessing.get_context("fork")  # the workers inherit the sentence pool
@@ -234,6 +239,7 @@ def sign_all(n: int, workers: int) -> Signed:
             counts[first:end] = chunk["counts"]
             digests[first:end] = chunk["digests"]
             text.extend(chunk["text"])
+            openings.extend(chunk["opening"])
             keys = chunk["band_keys"]
             ids = np.arange(first + 1, end + 1, dtype=np.uint64)
             packed[band_rows : band_rows + len(keys)] = (
@@ -246,7 +252,7 @@ def sign_all(n: int, workers: int) -> Signed:
                       flush=True)  # fmt: skip
     rows = packed[:band_rows]
     rows.sort()
-    return Signed(fp, text, signature, mostly_cjk, min_shared, rows, counts, digests)
+    return Signed(fp, text, signature, openings, mostly_cjk, min_shared, rows, counts, digests)
 
 
 def candidate_pairs(
@@ -316,7 +322,7 @@ def _item(number: int) -> Item:
     assert SIGNED is not None
     return Item(
         f"t{number}", int(SIGNED.fp[number]), None, 3, text=SIGNED.text[number],
-        signature=SIGNED.signature[number].tobytes(), planned=True,
+        signature=SIGNED.signature[number].tobytes() + SIGNED.openings[number], planned=True,
         mostly_cjk=bool(SIGNED.mostly_cjk[number]),
     )  # fmt: skip
 
@@ -508,10 +514,11 @@ def fill_keep_all(path: Path, n: int, workers: int) -> dict[str, Any]:
                 "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
                 (
                     (i + 1, f"t{i}", to_signed(value), *bands(value),
-                     *_when(i, n, partition_seconds), pack_text(text), signature.tobytes())
-                    for i, value, text, signature in zip(
+                     *_when(i, n, partition_seconds), pack_text(text),
+                     signature.tobytes() + opening)
+                    for i, value, text, signature, opening in zip(
                         range(first, end), chunk["fp"].tolist(), chunk["text"], signatures,
-                        strict=True,
+                        chunk["opening"], strict=True,
                     )
                 ),
             )  # fmt: skip
@@ -600,7 +607,8 @@ def _fingerprint_row(
     """Kept text ``i``'s fingerprint row, in the columns ``fill`` inserts."""
     value = int(signed.fp[i])
     return (row_id, f"t{i}", to_signed(value), *bands(value), *_when(i, n, partition_seconds),
-            pack_text(signed.text[i]), signed.signature[i].tobytes())  # fmt: skip
+            pack_text(signed.text[i]),
+            signed.signature[i].tobytes() + signed.openings[i])  # fmt: skip
 
 
 def fill_and_mark(path: Path, n: int, workers: int, keep_all: bool = False) -> None:
