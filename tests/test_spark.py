@@ -57,8 +57,10 @@ def spark() -> Iterator[SparkSession]:
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.driver.memory": "1g",
-        # the tests' small inputs take Spark's own path; test_small_input_on_the_driver the other
+        # the tests' small inputs take Spark's own path; test_small_input_on_the_driver and
+        # test_medium_input_signed_by_spark_decided_on_the_driver the others
         simspark.DRIVER_ROWS_CONF: "0",
+        simspark.DRIVER_ITEMS_CONF: "0",
     }
     session = simspark.start("local[2]", conf=settings, app_name="simstore-tests")
     yield session
@@ -171,6 +173,36 @@ def test_small_input_on_the_driver_equals_add_many(spark: SparkSession) -> None:
     with pytest.raises(InvalidInput, match="more than once"):  # checked on the driver too
         twice = spark.createDataFrame([("a", "x", 0), ("a", "y", 1)], "id string, b string, p long")
         simspark.dedup(twice, key="id", text="b", order="p", driver_rows=10)
+
+
+def test_medium_input_signed_by_spark_decided_on_the_driver(
+    spark: SparkSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Past driver_rows and up to driver_items rows, the executors sign and the driver decides:
+    add_many's decisions and batch.sign's items (test_real_text_equals_add_many: Spark's own
+    path on such input)."""
+    caplog.set_level(logging.INFO, logger="simstore")
+    records = corpus_slice(600, seed=5)
+    expected = store_verdicts(SimStore("sqlite://"), records)
+    df = frame(spark, records).repartition(2)  # in no order: the driver sorts by position
+    medium = simspark.dedup(
+        df, key="id", text="body", order="position", driver_rows=100, driver_items=600,
+        with_items=True,
+    ).collect()  # fmt: skip
+    assert "600 rows signed by Spark, decided on the driver" in caplog.text
+    assert_same(expected, spark_verdicts(medium))
+    texts, keys = [t for _k, t in records], [k for k, _t in records]
+    signed = {item.key: item for item in batch.sign(texts, keys=keys)}
+    for row in medium:
+        item = signed[row.key]
+        assert (row.fingerprint & (2**64 - 1), row.text) == (item.fingerprint, item.text)
+        assert (row.signature, tuple(row.band_keys)) == (item.signature, item.band_keys)
+    assert sorted(row.order for row in medium) == list(range(len(records)))
+    caplog.clear()
+    with pytest.raises(InvalidInput, match="more than once"):  # checked before signing
+        twice = spark.createDataFrame([("a", "x", 0), ("a", "y", 1)], "id string, b string, p long")
+        simspark.dedup(twice, key="id", text="b", order="p", driver_rows=1, driver_items=10)
+    assert "signed by Spark" not in caplog.text
 
 
 def chinese_edits(seed: int) -> list[tuple[str, str]]:

@@ -159,28 +159,45 @@ def sign(
     )
 
 
+def keeps_base_candidate_rule(policy: Policy) -> bool:
+    """Whether ``policy`` keeps ``Policy.is_candidate`` and ``Policy.by_radius``: two signed
+    texts are candidates by their band keys only (at least ``min_shared``), and only a kept row
+    without a signature is found by SimHash radius."""
+    rule = type(policy)
+    return rule.is_candidate is Policy.is_candidate and rule.by_radius is Policy.by_radius
+
+
 def candidates(items: Sequence[Item], *, policy: Policy = DEFAULT_POLICY) -> list[tuple[int, int]]:
     """Every pair (new, old), old < new, that the store would confirm: shared band keys or the
     SimHash radius, as ``policy.is_candidate`` says. In memory; a big corpus wants a join."""
     check_policy(policy)
     holders: dict[int, list[int]] = {}
     by_band: list[dict[int, list[int]]] = [{}, {}, {}, {}]
+    # under the base rule only an item without a signature is found by SimHash radius: the
+    # others need not be in by_band, and while by_band is empty nothing is probed (the probes
+    # are most of the work for a signed corpus)
+    every_by_radius = not keeps_base_candidate_rule(policy)
     pairs: list[tuple[int, int]] = []
     for new, item in enumerate(items):
         shared = Counter(old for key in item.band_keys for old in holders.get(key, ()))
-        near = {
-            old
-            for band, values in band_values(item.fingerprint, item.radius, item.own_bands).items()
-            for value in values
-            for old in by_band[band].get(value, ())
-        }
+        near: set[int] = set()
+        if by_band[0]:
+            near = {
+                old
+                for band, values in band_values(
+                    item.fingerprint, item.radius, item.own_bands
+                ).items()
+                for value in values
+                for old in by_band[band].get(value, ())
+            }
         for old in sorted(near.union(shared)):
             if policy.is_candidate(item, items[old], shared.get(old, 0)):
                 pairs.append((new, old))
         for key in item.band_keys:
             holders.setdefault(key, []).append(new)
-        for band, value in enumerate(item.own_bands):
-            by_band[band].setdefault(value, []).append(new)
+        if every_by_radius or item.signature is None:
+            for band, value in enumerate(item.own_bands):
+                by_band[band].setdefault(value, []).append(new)
     return pairs
 
 

@@ -33,7 +33,10 @@ moves the data. The stages (``STAGES``):
 
 Small inputs. Up to ``driver_rows`` rows (``DRIVER_ROWS``) are collected and decided on the
 driver by the same batch API in one Spark job: below that, Spark's fixed cost per job (some
-thirty of them) is all of the time. ``start`` gives a quiet session sized for the input.
+thirty of them) is all of the time. Up to ``driver_items`` rows (``DRIVER_ITEMS``) the executors
+sign them (the costly part, spread over every core) and the driver collects the signed items and
+decides them by the batch API: three jobs instead of some thirty, and no shuffle. ``start`` gives
+a quiet session sized for the input.
 
 Guard rails. The collapse takes exact copies (boilerplate repeated thousands of times) out of the
 band-key buckets. A bucket still shared by many distinct texts (a boilerplate paragraph) has more
@@ -81,7 +84,7 @@ from simstore.errors import InvalidInput, InvalidType, SimstoreError
 from simstore.io import handover
 from simstore.policy import batch
 from simstore.policy.validate import check_int, check_radius
-from simstore.policy.verify import DEFAULT_POLICY, Policy, check_policy
+from simstore.policy.verify import DEFAULT_POLICY, Item, Policy, check_policy
 from simstore.spark import _against
 from simstore.spark import _executor as executor
 from simstore.spark._executor import ITEM_FIELDS
@@ -107,6 +110,10 @@ ITEM_COLUMNS = ("order", "fingerprint", "text", "signature", "band_keys")  # wit
 DRIVER_EDGES = 20_000_000  # up to this many confirmed edges, components are found on the driver
 DRIVER_ROWS = 20_000  # up to this many rows, dedup decides them on the driver (batch.dedup's way)
 DRIVER_ROWS_CONF = "spark.simstore.driverRows"  # a session's own default for driver_rows
+# up to this many rows, the executors sign them and the driver decides the signed items (about
+# 1 KB each there)
+DRIVER_ITEMS = 200_000
+DRIVER_ITEMS_CONF = "spark.simstore.driverItems"  # a session's own default for driver_items
 MAX_DISTANCE = 3  # dedup's SimHash radius by default, as SimStore's
 SPLIT_BUCKETS = 1_000  # a band-key bucket of more texts is split: at most ~1M pairs per join key
 
@@ -358,6 +365,7 @@ def dedup(
     check: bool = True,
     driver_edges: int = DRIVER_EDGES,
     driver_rows: int | None = None,
+    driver_items: int | None = None,
     split_buckets: int = SPLIT_BUCKETS,
     timings: dict[str, float] | None = None,
     counts: dict[str, int] | None = None,
@@ -386,6 +394,9 @@ def dedup(
     collected (one job of at most ``driver_rows + 1`` rows tells) and decided on the driver by
     the batch API itself, one Spark job instead of some thirty, whose fixed costs dominate a
     small input (default: the session's ``spark.simstore.driverRows``, else ``DRIVER_ROWS``;
+    0: never); ``driver_items``: a bigger input of at most this many rows (without a store,
+    timings or counts) is signed on the executors, collected signed and decided on the driver by
+    the batch API (default: the session's ``spark.simstore.driverItems``, else ``DRIVER_ITEMS``;
     0: never);
     ``split_buckets``: a band key shared by more texts than this has its pairs made in blocks of
     about this many texts, spread over Spark's tasks (0: never split; the decisions are the same);
@@ -404,16 +415,25 @@ def dedup(
     check_int("split_buckets", split_buckets, lowest=0)
     stages = _Stages(df.sparkSession, timings)
     rows = _check_input(df, key, text, order)
-    limit = _driver_rows(stages.spark, driver_rows)
+    limit = _driver_setting(stages.spark, "driver_rows", driver_rows, DRIVER_ROWS_CONF, DRIVER_ROWS)
+    signed_limit = _driver_setting(
+        stages.spark, "driver_items", driver_items, DRIVER_ITEMS_CONF, DRIVER_ITEMS
+    )
+    on_driver = store is None and against is None and timings is None and counts is None
+    size = None  # the input's rows, when counted: up to signed_limit + 1 (no Python involved)
     if store is not None or against is not None:
         _refuse_known_keys(stages, rows, store, against)
-    elif limit and timings is None and counts is None:
+    elif on_driver and signed_limit > limit:
+        size = stages.run("sign", lambda: rows.limit(signed_limit + 1).count())
+    if limit and on_driver and (size is None or size <= limit):
         # at most limit + 1 rows in one job: as many or fewer is the whole input, a small one
         head = stages.run("sign", lambda: rows.limit(limit + 1).toArrow())
         if head.num_rows <= limit:
             return _on_driver(stages, head, recipe, with_items, check)
     if check:
         stages.run("sign", lambda: _validate(rows))
+    if size is not None and size <= signed_limit:
+        return _signed_then_on_driver(stages, rows, recipe, with_items)
     items = _sign_stage(stages, rows, recipe, store, against)
     nodes, measured = _collapse_stage(stages, items, recipe)
     reps = nodes.filter(~F.col("follower"))
@@ -475,10 +495,13 @@ def _refuse_known_keys(
         )
 
 
-def _driver_rows(spark: SparkSession, given: int | None) -> int:
-    configured = spark.conf.get(DRIVER_ROWS_CONF, None)
-    chosen = given if given is not None else DRIVER_ROWS if configured is None else int(configured)
-    check_int("driver_rows", chosen, lowest=0)
+def _driver_setting(
+    spark: SparkSession, name: str, given: int | None, conf: str, default: int
+) -> int:
+    """``given``, else the session's ``conf``, else ``default``: a row count, 0 or more."""
+    configured = spark.conf.get(conf, None)
+    chosen = given if given is not None else default if configured is None else int(configured)
+    check_int(name, chosen, lowest=0)
     return chosen
 
 
@@ -496,6 +519,29 @@ def _on_driver(
     texts = table.column("text").to_pylist()
     policy, radius = recipe.policy, recipe.radius
     items = batch.sign(texts, keys=keys, preset=recipe.preset, policy=policy, max_distance=radius)
+    return _decided_on_driver(stages, orders, items, recipe, with_items)
+
+
+def _signed_then_on_driver(
+    stages: _Stages, rows: DataFrame, recipe: _Recipe, with_items: bool
+) -> DataFrame:
+    """A medium input (checked already): signed on the executors (``_sign_stage``), the signed
+    items collected and decided on the driver, as ``_on_driver`` decides them."""
+    signed = _sign_stage(stages, rows, recipe, None, None).select("order", *ITEM_FIELDS)
+    table = stages.run("sign", signed.toArrow).sort_by("order")
+    log.info("simstore.spark: %s rows signed by Spark, decided on the driver", table.num_rows)
+    columns = [table.column(name).to_pylist() for name in ITEM_FIELDS]
+    items = [executor.make_item(*values) for values in zip(*columns, strict=True)]
+    return _decided_on_driver(stages, table.column("order").to_pylist(), items, recipe, with_items)
+
+
+def _decided_on_driver(
+    stages: _Stages, orders: list[int], items: list[Item], recipe: _Recipe, with_items: bool
+) -> DataFrame:
+    """The verdicts of signed ``items`` in input order (``orders``), by the batch API, as a
+    DataFrame of dedup's columns."""
+    policy, radius = recipe.policy, recipe.radius
+    keys = [item.key for item in items]
     edges = batch.confirm(items, batch.candidates(items, policy=policy), policy=policy,
                           max_distance=radius)  # fmt: skip
     verdicts = batch.replay(keys, edges)
@@ -662,7 +708,7 @@ def _candidates_stage(
     ).agg(F.count(F.lit(1)).alias("shared"))  # fmt: skip
     directed = shared.filter(~F.col("hi_prior"))
     backward = shared.filter(~F.col("lo_prior") & (F.col("lo_reach") > F.col("hi")))
-    if _counts_band_keys_only(policy):
+    if batch.keeps_base_candidate_rule(policy):
         # two signed texts are candidates by their band keys only (Policy.is_candidate): a pair
         # sharing fewer than the new side's min_shared is never one, so it is not confirmed
         directed = directed.filter(F.col("shared") >= F.col("hi_least"))
@@ -677,13 +723,6 @@ def _candidates_stage(
             .agg(F.max("shared").alias("shared"))
         )
     return pairs
-
-
-def _counts_band_keys_only(policy: Policy) -> bool:
-    """Whether ``policy`` keeps the base rule for two signed texts (band keys only, at least
-    ``min_shared``), so that pairs sharing fewer may be dropped before they are confirmed."""
-    rule = type(policy)
-    return rule.is_candidate is Policy.is_candidate and rule.by_radius is Policy.by_radius
 
 
 def _confirm_stage(
