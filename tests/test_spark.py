@@ -152,6 +152,17 @@ def test_real_text_equals_add_many(spark: SparkSession, name: str) -> None:
     assert sum(not verdict[0] for verdict in expected.values()) > 20
 
 
+def assert_items_as_signed(rows: Sequence[Row], records: Sequence[tuple[str, str]]) -> None:
+    """``with_items`` rows hold what ``batch.sign`` makes of each record, and every order once."""
+    texts, keys = [t for _k, t in records], [k for k, _t in records]
+    signed = {item.key: item for item in batch.sign(texts, keys=keys)}
+    for row in rows:
+        item = signed[row.key]
+        assert (row.fingerprint & (2**64 - 1), row.text) == (item.fingerprint, item.text)
+        assert (row.signature, tuple(row.band_keys)) == (item.signature, item.band_keys)
+    assert sorted(row.order for row in rows) == list(range(len(records)))
+
+
 def test_small_input_on_the_driver_equals_add_many(spark: SparkSession) -> None:
     """Up to driver_rows rows are decided on the driver: add_many's decisions, and the items a
     store keeps as batch.sign makes them (test_real_text_equals_add_many: Spark's on the same
@@ -163,13 +174,7 @@ def test_small_input_on_the_driver_equals_add_many(spark: SparkSession) -> None:
         df, key="id", text="body", order="position", driver_rows=600, with_items=True
     ).collect()
     assert_same(expected, spark_verdicts(small))
-    texts, keys = [t for _k, t in records], [k for k, _t in records]
-    signed = {item.key: item for item in batch.sign(texts, keys=keys)}
-    for row in small:
-        item = signed[row.key]
-        assert (row.fingerprint & (2**64 - 1), row.text) == (item.fingerprint, item.text)
-        assert (row.signature, tuple(row.band_keys)) == (item.signature, item.band_keys)
-    assert sorted(row.order for row in small) == list(range(len(records)))
+    assert_items_as_signed(small, records)
     with pytest.raises(InvalidInput, match="more than once"):  # checked on the driver too
         twice = spark.createDataFrame([("a", "x", 0), ("a", "y", 1)], "id string, b string, p long")
         simspark.dedup(twice, key="id", text="b", order="p", driver_rows=10)
@@ -191,13 +196,7 @@ def test_medium_input_signed_by_spark_decided_on_the_driver(
     ).collect()  # fmt: skip
     assert "600 rows signed by Spark, decided on the driver" in caplog.text
     assert_same(expected, spark_verdicts(medium))
-    texts, keys = [t for _k, t in records], [k for k, _t in records]
-    signed = {item.key: item for item in batch.sign(texts, keys=keys)}
-    for row in medium:
-        item = signed[row.key]
-        assert (row.fingerprint & (2**64 - 1), row.text) == (item.fingerprint, item.text)
-        assert (row.signature, tuple(row.band_keys)) == (item.signature, item.band_keys)
-    assert sorted(row.order for row in medium) == list(range(len(records)))
+    assert_items_as_signed(medium, records)
     caplog.clear()
     with pytest.raises(InvalidInput, match="more than once"):  # checked before signing
         twice = spark.createDataFrame([("a", "x", 0), ("a", "y", 1)], "id string, b string, p long")
