@@ -35,8 +35,8 @@ Small inputs. Up to ``driver_rows`` rows (``DRIVER_ROWS``) are collected and dec
 driver by the same batch API in one Spark job: below that, Spark's fixed cost per job (some
 thirty of them) is all of the time. Up to ``driver_items`` rows (``DRIVER_ITEMS``) the executors
 sign them (the costly part, spread over every core) and the driver collects the signed items and
-decides them by the batch API: three jobs instead of some thirty, and no shuffle. ``start`` gives
-a quiet session sized for the input.
+decides them by the batch API: a few jobs instead of some thirty, and no shuffle of the texts.
+``start`` gives a quiet session sized for the input.
 
 Guard rails. The collapse takes exact copies (boilerplate repeated thousands of times) out of the
 band-key buckets. A bucket still shared by many distinct texts (a boilerplate paragraph) has more
