@@ -275,31 +275,18 @@ def test_purges_and_adds_running_together_never_deadlock() -> None:
     assert sum(added) > 24  # the adds ran beside the 24 purges, not after them
 
 
-def _analyzed(url: str, relation: str) -> bool:
+def _statistics(url: str, relation: str) -> tuple[bool, int]:
+    """Whether ``relation`` has been analyzed (by hand or by autovacuum), and the rows modified
+    since."""
     engine = create_engine_for(url)
     try:
         with engine.connect() as conn:
-            return bool(
-                conn.exec_driver_sql(
-                    "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL "
-                    "FROM pg_stat_user_tables WHERE relname = %s",
-                    (relation,),
-                ).scalar_one()
-            )
-    finally:
-        engine.dispose()
-
-
-def _modified_since_analyze(url: str, relation: str) -> int:
-    engine = create_engine_for(url)
-    try:
-        with engine.connect() as conn:
-            return int(
-                conn.exec_driver_sql(
-                    "SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = %s",
-                    (relation,),
-                ).scalar_one()
-            )
+            analyzed, modified = conn.exec_driver_sql(
+                "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL, "
+                "n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = %s",
+                (relation,),
+            ).one()
+            return bool(analyzed), int(modified)
     finally:
         engine.dispose()
 
@@ -316,10 +303,11 @@ def test_bulk_loads_into_the_legacy_partition_get_statistics() -> None:
         assert all(d.inserted for d in store.add_many(loaded, at=DAY0))
         # the counters reach pg_stat_user_tables within about a second of the commit
         for _ in range(100):
-            if _modified_since_analyze(url, legacy) >= 2_500 or _analyzed(url, legacy):
+            analyzed, modified = _statistics(url, legacy)
+            if analyzed or modified >= 2_500:
                 break
             time.sleep(0.1)
         # a batch this big refreshes statistics that lag by more than 20% of a table
         more = [{"key": f"m{i}", "fingerprint": rng.getrandbits(64)} for i in range(1_000)]
         assert all(d.inserted for d in store.add_many(more, at=DAY0))
-    assert _analyzed(url, legacy)
+    assert _statistics(url, legacy)[0]
