@@ -62,14 +62,50 @@ def fill(url: str, n: int, workers: int) -> dict[str, Any]:
         partitions.enable(url, interval="1d", keep="2d", now=DAY1)
     started = time.perf_counter()
     kept = 0
+    seconds_at: dict[int, float] = {}  # texts added -> seconds since the fill began
     with SimStore(url, keep="2d") as store:
         for done, decision in enumerate(store.add_many(records(n), workers=workers), 1):
             kept += decision.inserted
             if done % 100_000 == 0:
-                seconds = time.perf_counter() - started
+                seconds = seconds_at[done] = round(time.perf_counter() - started, 1)
                 print(f"  {done:,} added in {seconds:,.0f} s ({done / seconds:,.0f}/s)", flush=True)
     seconds = time.perf_counter() - started
-    return {"kept": kept, "seconds": round(seconds, 1), "texts_per_s": round(n / seconds)}
+    return {
+        "kept": kept,
+        "seconds": round(seconds, 1),
+        "texts_per_s": round(n / seconds),
+        "seconds_at": seconds_at,
+    }
+
+
+SETTINGS = {
+    "postgresql": (
+        "SELECT version(), current_setting('shared_buffers'), current_setting('max_wal_size'), "
+        "current_setting('checkpoint_timeout'), current_setting('synchronous_commit'), "
+        "current_setting('autovacuum')",
+        ("version", "shared_buffers", "max_wal_size", "checkpoint_timeout",
+         "synchronous_commit", "autovacuum"),
+    ),
+    "mysql": (
+        "SELECT @@version, @@innodb_buffer_pool_size, @@innodb_log_file_size, "
+        "@@innodb_flush_log_at_trx_commit",
+        ("version", "innodb_buffer_pool_size", "innodb_log_file_size",
+         "innodb_flush_log_at_trx_commit"),
+    ),
+}  # fmt: skip
+
+
+def server_settings(url: str) -> dict[str, str]:
+    """The server's version and the settings that move these figures, as the server reports
+    them at the start of the run (a result file says what it was measured on)."""
+    engine = sa.create_engine(url)
+    try:
+        query, names = SETTINGS[engine.dialect.name]
+        with engine.connect() as conn:
+            values = conn.exec_driver_sql(query).one()
+    finally:
+        engine.dispose()
+    return {name: str(value) for name, value in zip(names, values, strict=True)}
 
 
 def database_files(url: str) -> list[Path]:
@@ -145,7 +181,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     load_pool(args.pairs)
-    result: dict[str, Any] = {"rows": args.rows}
+    result: dict[str, Any] = {"rows": args.rows, "server": server_settings(args.url)}
     if args.reuse:
         reused = make_url(args.url).set(database=args.reuse)
         database = contextlib.nullcontext(reused.render_as_string(hide_password=False))
