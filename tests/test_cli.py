@@ -30,6 +30,8 @@ from simstore.text._algorithms import default_normalise
 from simstore.text.presets import presets
 from simstore.text.similarity import char_ngrams, jaccard
 
+pytestmark = pytest.mark.slow  # CLI subprocess runs
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "corpus.jsonl"
 CLI_GUIDE = ROOT / "docs" / "cli.md"

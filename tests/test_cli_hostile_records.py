@@ -20,6 +20,8 @@ from simstore.storage.db import create_engine_for
 from tests.conftest import new_server_database
 from tests.test_cli import Cli, records, write
 
+pytestmark = pytest.mark.slow  # CLI subprocess runs on every database
+
 GOOD_A = '{"id": "a", "text": "the harbour ferry leaves every twenty minutes from the north pier"}'
 GOOD_C = '{"id": "c", "text": "season tickets stay valid until the end of the month at the kiosk"}'
 

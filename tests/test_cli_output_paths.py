@@ -19,6 +19,8 @@ import pytest
 
 from tests.test_cli import Cli, records, write
 
+pytestmark = pytest.mark.slow  # CLI subprocess runs
+
 RECORDS = [
     '{"id": "a", "text": "the harbour ferry leaves every twenty minutes from the north pier"}',
     '{"id": "b", "text": "season tickets stay valid until the end of the month at the kiosk"}',

@@ -13,8 +13,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from .test_cli import Cli, write
 from .test_cli import cli as cli
+
+pytestmark = pytest.mark.slow  # signals sent into CLI subprocesses mid-run
 
 RECORDS = 60_000  # at the slowest (a loaded machine) minutes of work: Ctrl-C lands mid-run
 

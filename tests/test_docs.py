@@ -127,13 +127,8 @@ def _run(block: Block, folder: Path, env: dict[str, str], urls: dict[str, str]) 
 RUN_PAGES = sorted({b.page for b in ALL if b.language in RUN and b.directive is None})
 
 
-def _marked(page: str) -> object:
-    """A page that starts Spark (two JVMs) is slow: deselected by ``-m "not slow"``."""
-    spark = any("pyspark" in b.code or "spark dedup" in b.code for b in ALL if b.page == page)
-    return pytest.param(page, marks=pytest.mark.slow) if spark else page
-
-
-@pytest.mark.parametrize("page", [_marked(page) for page in RUN_PAGES])
+@pytest.mark.slow  # each page's examples run as shell scripts, a few start Spark
+@pytest.mark.parametrize("page", RUN_PAGES)
 def test_the_page_examples_run(page: str, tmp_path: Path) -> None:
     runnable = [b for b in ALL if b.page == page and b.language in RUN and b.directive is None]
     runnable += [b for b in ALL if b.page == page and b.directive == "setup"]

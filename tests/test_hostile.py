@@ -500,6 +500,7 @@ def _server_url_with_password() -> str:
     return url.set(password=PASSWORD).render_as_string(hide_password=False)
 
 
+@pytest.mark.slow  # an upgrade and 1,000 adds on a server with every logger at DEBUG
 def test_no_password_in_logs_errors_or_reprs(caplog: pytest.LogCaptureFixture) -> None:
     url = _server_url_with_password()
     caplog.set_level(logging.DEBUG)  # every logger: simstore's, alembic's, SQLAlchemy's

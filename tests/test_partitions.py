@@ -291,6 +291,7 @@ def _statistics(url: str, relation: str) -> tuple[bool, int]:
         engine.dispose()
 
 
+@pytest.mark.slow  # a bulk load big enough for the statistics to matter
 def test_bulk_loads_into_the_legacy_partition_get_statistics() -> None:
     # Rows older than the first boundary land in <table>_p_legacy. Without statistics there
     # (autovacuum off) PostgreSQL scanned it whole for every batch's key lookup.

@@ -30,6 +30,8 @@ from simstore.storage import migrate
 from simstore.storage.schema import namespaces
 from tests.conftest import SERVERS, StoreFactory, new_server_database
 
+pytestmark = pytest.mark.slow  # the command-line recipe as subprocesses on every database
+
 LONG = (
     "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
     "north pier between six and nine in the morning, and every half hour for the rest of the day."

@@ -16,6 +16,8 @@ from sqlalchemy.engine import make_url
 from simstore.storage.db import redact, scrub
 from tests.conftest import new_server_database
 
+pytestmark = pytest.mark.slow  # CLI subprocess runs on every database
+
 FIRST, SECOND = "Pw9xKq", "Zq7vRt"  # the two halves of a password with an unescaped '@'
 PASSWORD = f"{FIRST}@{SECOND}"
 UNREACHABLE = {

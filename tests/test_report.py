@@ -30,6 +30,8 @@ from tests.conftest import StoreFactory
 from tests.test_audit_sql import recipes
 from tests.test_cli import CORPUS, Cli
 
+pytestmark = pytest.mark.slow  # reports rendered in a headless browser and by CLI subprocesses
+
 START = datetime(2030, 3, 1, 8, 0)
 SLICE = 320  # records of the sample corpus: a few hundred keep each test to a few seconds
 HOSTILE_KEY = "<script>alert('key')</script>"

@@ -46,6 +46,8 @@ from simstore.policy.verify import MinHashVerification, Policy, SimHashOnly, Sim
 from simstore.store import SimStore
 from tests.test_batch import CORPUS, corpus_slice
 
+pytestmark = pytest.mark.slow  # a Spark session (a JVM) and CLI runs that start their own
+
 AT = datetime(2026, 1, 5, tzinfo=timezone.utc)
 Verdict = tuple[bool, str | None, int | None, str | None, float | None]
 

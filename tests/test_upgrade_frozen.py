@@ -29,6 +29,8 @@ from simstore.text import minhash
 from tests._workers import audit, sqlite_integrity, stored_band_keys, text_variant
 from tests.conftest import new_server_database
 
+pytestmark = pytest.mark.slow  # stores made by frozen older releases, upgraded in subprocesses
+
 FROZEN = sorted((Path(__file__).parent / "data" / "frozen").glob("*.json"))
 EVERY_FROZEN = pytest.mark.parametrize("manifest_path", FROZEN, ids=[path.stem for path in FROZEN])
 COPIED_TABLES = ("simstore_namespaces", "simstore_fingerprints", "simstore_decisions")
