@@ -7,6 +7,7 @@ band keys (not the SimHash radius) bring together.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import random
 import string
@@ -24,6 +25,7 @@ from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput
 from simstore.policy.verify import MinHashVerification
 from simstore.storage import _finder, schema
+from simstore.storage import _prepared as prepared
 from simstore.store import SimStore
 from simstore.text import minhash
 from simstore.text._algorithms import default_normalise
@@ -364,6 +366,43 @@ def test_a_batch_decides_like_one_add_at_a_time(make_store: StoreFactory) -> Non
 
     assert outcome(batched) == outcome(one_by_one)
     assert sum(not d.inserted for d in one_by_one) >= 30  # at least each family's repost
+
+
+def test_a_batch_holding_more_band_keys_than_one_lookup_finds_every_kept_row(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    # a batch's lookups of rows kept before it, with more distinct band keys than one IN list
+    # takes (_prepared.MAX_IN): SQLite and MySQL ask in several statements, PostgreSQL in one
+    # array; every repost is found, as one add at a time finds it
+    rng = random.Random(11)
+    bases = [(f"b{i}", _sentence(rng, rng.randint(50, 70))) for i in range(300)]
+    reposts = [(f"r{i}", "RT @desk: " + text) for i, (_key, text) in enumerate(bases)]
+    single = make_store(namespace="single")
+    for key, text in bases:
+        single.add(text, key=key)
+    one_by_one = [single.add(text, key=key) for key, text in reposts]
+    batched = make_store(namespace="batched")
+    assert all(d.inserted for d in batched.add_many(bases))
+    decided = list(batched.add_many(reposts, batch_size=len(reposts)))
+
+    def found(decisions: list[Any]) -> list[str | None]:
+        return [d.duplicate_of.key if d.duplicate_of else None for d in decisions]
+
+    assert found(decided) == found(one_by_one)
+    assert found(decided).count(None) <= 10  # nearly every repost is its base's duplicate
+    with engine.connect() as conn:
+        assert len(set(stored_band_keys(conn, namespace="batched"))) > prepared.MAX_IN
+    # and one lookup of a whole batch gives each item the rows that its own lookup gives it, with
+    # every shared key counted (a policy that wants all 16: one key lost loses the row)
+    items = batched._items([("query", text, None) for _key, text in bases], None)
+    assert isinstance(batched.policy, MinHashVerification)  # the default
+    every_key = dataclasses.replace(batched.policy, min_bands=16, short_min_bands=16)
+    finder, params = batched._finder, {"ns": batched._finder.ns_id}
+    with batched._connections.reading() as conn:
+        together = finder._lsh_candidates(conn, items, params, every_key)
+        alone = [finder._lsh_candidates(conn, [item], params, every_key)[0] for item in items]
+    assert together == alone
+    assert sum(map(len, together)) >= 290  # each base finds itself
 
 
 def test_remove_and_purge_take_the_band_keys_along(

@@ -28,7 +28,7 @@ from simstore.results import Judged, Match, sort_matches
 from simstore.storage import _prepared as prepared
 from simstore.storage.locking import require_namespace
 from simstore.storage.retention import partition_of, window_start
-from simstore.storage.schema import kept_text_of
+from simstore.storage.schema import band_keys_in_row, kept_text_of
 from simstore.text import minhash
 from simstore.text.encoding import BAND_COUNT, MASK64, bands
 
@@ -378,11 +378,17 @@ class Finder:
         (``Policy.min_shared``)."""
         wanted = sorted({key for item in items for key in item.band_keys})
         holders: dict[int, list[int]] = {}
-        for chunk in chunks(wanted, prepared.MAX_IN):
-            size = prepared.padded(len(chunk))
-            statement = prepared.band_key_lookup(conn.dialect, size)
-            for band_key, row_id in statement.run(conn, {**params, **padded_params("k", chunk)}):
-                holders.setdefault(int(band_key), []).append(int(row_id))
+        if band_keys_in_row(conn.dialect):
+            found_rows = prepared.band_key_array_lookup(conn.dialect).run(
+                conn, {"ns": params["ns"], "keys": wanted}
+            )
+        else:
+            found_rows = []
+            for chunk in chunks(wanted, prepared.MAX_IN):
+                statement = prepared.band_key_lookup(conn.dialect, prepared.padded(len(chunk)))
+                found_rows += statement.run(conn, {**params, **padded_params("k", chunk)})
+        for band_key, row_id in found_rows:
+            holders.setdefault(int(band_key), []).append(int(row_id))
         found: list[set[int]] = []
         for item in items:
             hits = [row_id for key in item.band_keys if key in holders for row_id in holders[key]]

@@ -408,12 +408,21 @@ def rows_sharing_band_keys(dialect: sa.Dialect, count: int, windowed: bool) -> P
 
 def band_key_lookup(dialect: sa.Dialect, count: int) -> Prepared:
     """(band key, row id) of the holders of the MinHash band keys ``k0``.. in namespace ``ns``
-    (every row's: the retention window is checked on the rows they lead to)."""
+    (every row's: the retention window is checked on the rows they lead to). PostgreSQL takes
+    them all as one array ``keys`` instead, whatever their number (``band_key_array_lookup``)."""
     return _cached(("band_keys", count), dialect, lambda: _band_key_holders(dialect, count))
 
 
-def _band_key_holders(dialect: sa.Dialect, count: int) -> sa.Select[Any]:
-    """(band_key, fp_id) of the rows holding one of the band keys ``k0``.. (namespace ``ns``).
+def band_key_array_lookup(dialect: sa.Dialect) -> Prepared:
+    """``band_key_lookup`` on PostgreSQL for a batch: every key in one array parameter ``keys``.
+    A batch's 16,000 keys as four statements of 4,096 bound values each cost ~1.65x the time of
+    the one statement with one array (1,000 texts against 568k kept rows: 0.48 s against 0.29)."""
+    return _cached(("band_key_array",), dialect, lambda: _band_key_holders(dialect, None))
+
+
+def _band_key_holders(dialect: sa.Dialect, count: int | None) -> sa.Select[Any]:
+    """(band_key, fp_id) of the rows holding one of the band keys ``k0``.. (namespace ``ns``);
+    ``count`` None: the keys are the one array parameter ``keys`` (PostgreSQL only).
 
     PostgreSQL: one GIN probe per key (``band_keys @> ARRAY[k]``, a lateral join over the keys):
     the planner reads one array ``&&`` of hundreds of keys as matching most rows and scans the
@@ -421,14 +430,17 @@ def _band_key_holders(dialect: sa.Dialect, count: int) -> sa.Select[Any]:
     namespace is checked on the rows the probes return.
     """
     if not band_keys_in_row(dialect):
-        names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
+        names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count or 0)]
         return sa.select(minhash_keys.c.band_key, minhash_keys.c.fp_id).where(
             minhash_keys.c.band_key.in_(names), minhash_keys.c.ns_id == sa.bindparam("ns")
         )
-    keys: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
-    key = sa.func.unnest(
-        sa.cast(postgresql.array(keys), postgresql.ARRAY(sa.Integer()))
-    ).column_valued("band_key")
+    key_array: Any
+    if count is None:
+        key_array = sa.bindparam("keys", type_=postgresql.ARRAY(sa.Integer()))
+    else:
+        keys: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
+        key_array = sa.cast(postgresql.array(keys), postgresql.ARRAY(sa.Integer()))
+    key = sa.func.unnest(key_array).column_valued("band_key")
     holder = fingerprints.alias("holder")
     holding = holder.c.band_keys.op("@>", return_type=sa.Boolean())(postgresql.array([key]))
     # OFFSET 0 keeps the namespace test out of the probe: before ANALYZE the planner takes
