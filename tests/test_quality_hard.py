@@ -6,11 +6,13 @@ No network and no store; a test that reads a Debian file skips, naming the file,
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -201,6 +203,7 @@ def test_footer_pairs_stay_in_one_half_and_within_their_share(
         first, second = pair.a.split("\n\n", 1), pair.b.split("\n\n", 1)
         assert first[1] == second[1] and first[0] != second[0]  # one footer, two texts
         left, right = where[first[0]], where[second[0]]
+        assert pair.b_from == build_dataset.ident(right)  # b is the other text, with the footer
         half = hard.half(6, build_dataset.ident(left))
         assert hard.half(6, build_dataset.ident(right)) == half == pair_half(pair)
         for block in first[1].split("\n\n"):  # one block or several, each of the same half
@@ -311,3 +314,29 @@ def test_lookalike_pairs_swap_the_body_not_the_attribution() -> None:
     assert made and all(p.label == 0 and p.kind == "lookalike" for p in made)
     for pair in made:
         assert pair.b.endswith("\n    -- Linus Torvalds") and not pair.b.startswith(quote)
+
+
+def test_a_negatives_second_text_is_related_to_the_text_it_was_made_from() -> None:
+    # "y" has a typo'd copy (its own pair); a shared-footer negative wraps x and an edited y in
+    # one footer. Merging that wrapped y into y's cluster relates two copies of one passage that
+    # no label relates: unlabelled. Without b_from it is counted a false duplicate.
+    Pair = build_dataset.Pair
+    footer = " Sent from the office."
+    y, wrapped = "Meet at noon, hall.", "Meet at noon, the hall." + footer
+    pairs = [
+        Pair("en-short", "en", "short", 1, "typos", 1, "s", "s:y:0", y, "Meet at nonn, hall."),
+        Pair("en-short", "en", "short", 0, "shared_footer", 0, "s", "s:x:0", "Bring keys." + footer,
+             wrapped, b_from="s:y:0"),
+    ]  # fmt: skip
+
+    def scored(pairs: list[Any]) -> tuple[int, int]:
+        items, facts = evaluate_policy.stream_items(pairs)
+        order = [i["text"] for i in items]
+        first, later = sorted((order.index(y), order.index(wrapped)))
+        targets: list[str | None] = [None] * len(items)
+        targets[later] = items[first]["key"]  # the later of the two called the other's copy
+        result = evaluate_policy.score_stream(items, targets, facts)
+        return result["unlabelled"], result["total"].fp
+
+    assert scored(pairs) == (1, 0)
+    assert scored([dataclasses.replace(pair, b_from="") for pair in pairs]) == (0, 1)

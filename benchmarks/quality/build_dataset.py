@@ -91,6 +91,9 @@ class Pair:
     a: str
     b: str
     split: str = ""
+    # the text b was made from when it is not the family's (a negative's other text, maybe with
+    # a phrase, a template or a footer added): the stream scorer relates b to that text's family
+    b_from: str = ""
 
 
 # --- labelling ---------------------------------------------------------------------------------
@@ -454,7 +457,8 @@ def synthetic_nondups(
         if kind == "shared_phrase" and coverage(a, b, lang) > NONDUP_MAX:
             continue
         family = ident(base)
-        pairs.append(Pair(f"{lang}-{size}", lang, size, 0, kind, level, base.source, family, a, b))
+        made = Pair(f"{lang}-{size}", lang, size, 0, kind, level, base.source, family, a, b)
+        pairs.append(replace(made, b_from=ident(other)))
     return pairs
 
 

@@ -26,7 +26,9 @@ Run from the repository root (builds the dataset first when it is missing; see
    holds a kept member of its cluster inside the window at that moment. A decision that points into
    another cluster with which the text shares a source family, or of which it is a run (a text and
    a wrapped copy of it, made for two different pairs), but no label is counted apart as
-   unlabelled, not scored; every other one is a false duplicate.
+   unlabelled, not scored; every other one is a false duplicate. A negative pair's second text is
+   of its own source text's family too (``Pair.b_from``: the other text of a nearest, adjacent or
+   random pair, and the text under a template's wrapping, an inserted phrase or a shared footer).
 3. **The sample corpus** (``examples/corpus.jsonl``, written by ``examples/make_corpus.py``, whose
    ``group`` field names the original a record was made from): all records in file order through
    one store; the share of reported duplicates that point into another group, and the share of
@@ -353,6 +355,8 @@ def stream_items(pairs: Sequence[Pair]) -> tuple[list[dict[str, Any]], dict[str,
             clusters.find(text)
             families[text].add(build_dataset.split_key(pair.family))
             groups.setdefault(text, pair.group)
+        if pair.b_from:  # b is another text's, with something added: related to that one too
+            families[pair.b].add(build_dataset.split_key(pair.b_from))
         if pair.label:
             clusters.join(pair.a, pair.b)
     negatives = {frozenset((p.a, p.b)) for p in pairs if not p.label}

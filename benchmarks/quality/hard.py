@@ -564,7 +564,7 @@ def footer_pairs(
                 a, b = x.text + joiner + footer, y.text + joiner + footer
                 pair = _pair("shared_footer", 0, lang, a, b, x.source, build_dataset.ident(x))
                 if pair is not None:
-                    pairs.append(pair)
+                    pairs.append(replace(pair, b_from=build_dataset.ident(y)))
                     made += 1
     return pairs
 
