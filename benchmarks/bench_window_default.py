@@ -577,13 +577,13 @@ def fill_keep_all(path: Path, n: int, workers: int) -> dict[str, Any]:
     }
 
 
-def overstated(path: Path, n: int, count: int, seed: int) -> dict[str, Any]:
+def overstated(url: str, n: int, count: int, seed: int) -> dict[str, Any]:
     """``--keep-all``: of ``count`` texts drawn, how many match an earlier filled text when
     queried at their own moment (texts ``add`` would have dropped, kept by this fill)."""
     rng = random.Random(f"{seed}:overstated")
     numbers = sorted(rng.sample(range(n), min(count, n)))
     matching = []
-    with SimStore(f"sqlite:///{path}", keep="2d") as store:
+    with SimStore(url, keep="2d") as store:
         for i in numbers:
             earlier = [m for m in store.query(compose(i), now=moment(i, n))
                        if m.key[0] == "t" and int(m.key[1:]) < i]  # fmt: skip
@@ -981,7 +981,7 @@ def main() -> None:
     print(f"  fill: {result['fill']}", flush=True)
     check_sample(path, n, args.check, args.seed, result["fill"]["band_key_rows"])
     if args.keep_all:
-        result["overstated"] = overstated(path, n, args.check, args.seed)
+        result["overstated"] = overstated(f"sqlite:///{path}", n, args.check, args.seed)
     else:
         result["decisions_check"] = check_decisions(path, n, args.check, args.seed)
 

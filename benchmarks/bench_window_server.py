@@ -26,6 +26,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import multiprocessing
+import random
 import shlex
 import subprocess
 import time
@@ -33,22 +35,30 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from bench_footprint import PAIRS, report, scratch_database, server_sizes
 from bench_window import DAY1, DAY3_ENDS, END_OF_DAY2, memory
 from bench_window_default import (
+    CHUNK,
+    _sign_task,
     compose,
     drop_from_page_cache,
     load_pool,
     measure,
     moment,
+    overstated,
     wait_for_quiet,
     workload,
 )
 from sqlalchemy.engine import make_url
 
 from simstore.storage import migrate, partitions
+from simstore.storage.retention import partition_of
+from simstore.storage.schema import pack_text
 from simstore.store import SimStore
+from simstore.text.encoding import bands, to_signed
+from simstore.text.minhash import SIZED_BYTES
 
 
 def records(n: int) -> Iterator[dict[str, Any]]:
@@ -56,10 +66,15 @@ def records(n: int) -> Iterator[dict[str, Any]]:
         yield {"key": f"t{i}", "text": compose(i), "at": moment(i, n)}
 
 
-def fill(url: str, n: int, workers: int) -> dict[str, Any]:
+def prepare(url: str) -> None:
+    """The schema at head; on PostgreSQL one-day partitions for the two days and the purge's."""
     migrate.upgrade(url)
     if make_url(url).get_backend_name() == "postgresql":
         partitions.enable(url, interval="1d", keep="2d", now=DAY1)
+
+
+def fill(url: str, n: int, workers: int) -> dict[str, Any]:
+    prepare(url)
     started = time.perf_counter()
     kept = 0
     seconds_at: dict[int, float] = {}  # texts added -> seconds since the fill began
@@ -76,6 +91,125 @@ def fill(url: str, n: int, workers: int) -> dict[str, Any]:
         "texts_per_s": round(n / seconds),
         "seconds_at": seconds_at,
     }
+
+
+# simstore_fingerprints as ``add`` writes a kept text on PostgreSQL (FingerprintRow), but the id
+FILLED_COLUMNS = (
+    "ns_id, key, fp, b0, b1, b2, b3, added_at, part, text, signature, band_keys, "
+    "simhash_indexed, packed_text"
+)
+
+
+def fill_keep_all(url: str, n: int, workers: int) -> dict[str, Any]:
+    """``--keep-all`` (PostgreSQL): every text kept, its row copied in as its chunk is signed, the
+    table's secondary indexes dropped for the load and made again after it (as a bulk load
+    would). An upper bound on the rows: ``add`` would drop the texts that match an earlier one
+    (``overstated`` counts them in a sample); 2M texts through ``add_many`` take 22 min and the
+    time grows with the store, 10M would take hours."""
+    import psycopg  # the PostgreSQL driver simstore's URLs name; only this path needs it directly
+
+    if make_url(url).get_backend_name() != "postgresql":
+        raise SystemExit("--keep-all fills PostgreSQL only")
+    prepare(url)
+    with SimStore(url, keep="2d") as store:
+        ns_id, partition_seconds = store.ns_id, store.partition_seconds
+    libpq = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    started = time.perf_counter()
+    with psycopg.connect(libpq) as connection:
+        indexes = connection.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'simstore_fingerprints'"
+            " AND indexname NOT IN (SELECT conname FROM pg_constraint)"
+        ).fetchall()
+        for name, _definition in indexes:
+            connection.execute(f"DROP INDEX {name}")
+        connection.commit()
+        band_key_rows = 0
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            tasks = [(first, min(CHUNK, n - first)) for first in range(0, n, CHUNK)]
+            for done, chunk in enumerate(pool.imap(_sign_task, tasks), 1):
+                first, copied_keys = (
+                    chunk["first"],
+                    _copy_chunk(connection, chunk, ns_id, partition_seconds, n),
+                )
+                band_key_rows += copied_keys
+                end = first + len(chunk["text"])
+                if done % 500 == 0 or end == n:
+                    seconds = time.perf_counter() - started
+                    print(f"  {end:,} texts signed and copied in {seconds:,.0f} s "
+                          f"({end / seconds:,.0f}/s)", flush=True)  # fmt: skip
+        copied = time.perf_counter()
+        connection.execute("SET maintenance_work_mem = '2GB'")
+        for _name, definition in indexes:  # the parent's, "ON ONLY" it: made on every partition
+            connection.execute(definition.replace(" ON ONLY ", " ON "))
+        connection.commit()
+        indexed = time.perf_counter()
+        connection.execute("ANALYZE simstore_fingerprints")
+        connection.commit()
+    print(f"  {len(indexes)} indexes made again in {indexed - copied:,.0f} s", flush=True)
+    return {
+        "kept": n,
+        "keep_all": True,
+        "band_key_rows": band_key_rows,
+        "sign_and_copy_s": round(copied - started),
+        "indexes_s": round(indexed - copied),
+        "seconds": round(time.perf_counter() - started, 1),
+        "texts_per_s": round(n / (copied - started)),
+    }
+
+
+def _copy_chunk(
+    connection: Any, chunk: dict[str, Any], ns_id: int, partition_seconds: int, n: int
+) -> int:
+    """A signed chunk's rows copied in and committed; the number of band keys they hold."""
+    signatures = chunk["signature"].reshape(-1, SIZED_BYTES)
+    keys = chunk["band_keys"].tolist()
+    ends = np.cumsum(chunk["counts"]).tolist()
+    fps = chunk["fp"].tolist()
+    statement = f"COPY simstore_fingerprints ({FILLED_COLUMNS}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.copy(statement) as copy:
+        for j, text in enumerate(chunk["text"]):
+            i, at = chunk["first"] + j, moment(chunk["first"] + j, n)
+            copy.write_row((
+                ns_id, f"t{i}", to_signed(fps[j]), *bands(fps[j]), at, partition_of(at, partition_seconds),
+                None, signatures[j].tobytes() + chunk["opening"][j],
+                keys[ends[j - 1] if j else 0 : ends[j]] or None, False, pack_text(text),
+            ))  # fmt: skip
+    connection.commit()
+    return len(keys)
+
+
+def check_keep_all(url: str, n: int, count: int, seed: int) -> dict[str, Any]:
+    """Add ``count`` of the texts through ``SimStore.add`` into a fresh partitioned database of
+    the same server; every row the API kept must equal the keep-all fill's row of that key,
+    column by column (ids aside). Stops the run when any differs."""
+    numbers = sorted(random.Random(f"{seed}:check").sample(range(n), count))
+    keys = [f"t{i}" for i in numbers]
+    columns = FILLED_COLUMNS.replace("ns_id, ", "")
+    query = sa.text(
+        f"SELECT {columns} FROM simstore_fingerprints WHERE key IN :keys ORDER BY key"
+    ).bindparams(sa.bindparam("keys", expanding=True))
+    with scratch_database(url, "simstore_check") as small:
+        prepare(small)
+        with SimStore(small, keep="2d") as store:
+            for i in numbers:
+                store.add(compose(i), key=f"t{i}", at=moment(i, n))
+        expected = _rows(small, query, keys)
+    filled = {row[0]: row for row in _rows(url, query, [row[0] for row in expected])}
+    differing = [row for row in expected if filled.get(row[0]) != row]
+    if differing or not expected:
+        raise SystemExit(f"CHECK FAILED: {len(differing)} of {len(expected)} rows the API kept "
+                         f"differ from the keep-all fill's, e.g. {differing[:1]}")  # fmt: skip
+    print(f"  checked: {len(expected)} rows the API kept equal the fill's", flush=True)
+    return {"added": count, "equal_rows": len(expected)}
+
+
+def _rows(url: str, query: sa.TextClause, keys: list[str]) -> list[tuple[Any, ...]]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(query, {"keys": keys})]
+    finally:
+        engine.dispose()
 
 
 SETTINGS = {
@@ -169,6 +303,14 @@ def main() -> None:
     )
     parser.add_argument("--no-purge", action="store_true", help="leave day 1 in the database")
     parser.add_argument(
+        "--keep-all",
+        action="store_true",
+        help="PostgreSQL: keep every text, copied in as signed, instead of deciding it (--check "
+        "texts added through the API first must give the same rows)",
+    )
+    parser.add_argument("--check", type=int, default=200, help="--keep-all: texts checked")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
         "--relaxed-commit",
         action="store_true",
         help="PostgreSQL: time with SimStore(synchronous_commit=False), the commit's flush off",
@@ -191,6 +333,11 @@ def main() -> None:
         if args.reuse:
             with SimStore(url, keep="2d") as store:
                 result["fill"] = {"kept": store.stats().kept, "reused": args.reuse}
+        elif args.keep_all:
+            print(f"filling {make_url(url).database} with {args.rows:,} texts, every one kept")
+            result["fill"] = fill_keep_all(url, args.rows, args.workers)
+            result["check"] = check_keep_all(url, args.rows, args.check, args.seed)
+            result["overstated"] = overstated(url, args.rows, args.check, args.seed)
         else:
             print(f"filling {make_url(url).database} with {args.rows:,} texts through add_many")
             result["fill"] = fill(url, args.rows, args.workers)
