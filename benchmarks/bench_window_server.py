@@ -16,7 +16,9 @@ that takes ``stop`` and ``start`` (run on the server's machine by a user who can
 directory): then cold first, the server stopped, the database's files dropped from the OS page
 cache and the server started again before the cold queries and again before the cold adds (the
 store's connections reconnect; MariaDB reloads its buffer pool dump at start, as it would after
-any restart). Then bytes per kept text by relation (``bench_footprint.server_sizes``), the purge
+any restart). Warm: the database's files read into the OS page cache first (``database_files``:
+the server must run on this machine), as the SQLite benchmark reads its file. ``--keep-all``
+(PostgreSQL) fills by COPY instead of ``add_many``: ``fill_keep_all``. Then bytes per kept text by relation (``bench_footprint.server_sizes``), the purge
 of day 1 at the end of day 3 (a DROP of its partitions on PostgreSQL, deletes on MariaDB), and
 this process's memory.
 """
@@ -261,6 +263,18 @@ def database_files(url: str) -> list[Path]:
     return sorted(path for path in folder.iterdir() if path.is_file())
 
 
+def read_into_page_cache(files: list[Path]) -> int:
+    """Read the database's files once, so that "warm" means what it does on SQLite: the
+    database in the OS page cache (after a cold round, or on a database larger than what a
+    thousand lookups touch); bytes read."""
+    total = 0
+    for path in files:
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 24):
+                total += len(chunk)
+    return total
+
+
 def restart_cold(url: str, control: str) -> None:
     """Stop the server, drop the database's files from the OS page cache, start it again."""
     files = database_files(url)
@@ -358,6 +372,7 @@ def main() -> None:
                     result[f"{mode}_cold"] = measure(store, texts, mode, f"cold{args.round}-")
                     print(f"  {mode} (cold: server restarted, files dropped from the page "
                           f"cache): {result[f'{mode}_cold']}", flush=True)  # fmt: skip
+            result["read_into_page_cache"] = read_into_page_cache(database_files(url))
             for mode, count in (("query", args.queries), ("add", args.adds)):
                 warm_up = workload(args.rows, 200, salt + (7 if mode == "query" else 8))
                 measure(store, warm_up, mode, f"w{args.round}-")
