@@ -76,8 +76,9 @@ def _backends(admin: sa.Connection, kind: str, *, waiting: bool) -> list[int]:
         )
         sql += " AND wait_event_type = 'Lock'" if waiting else ""
     elif waiting:
-        sql = "SELECT trx_mysql_thread_id FROM information_schema.innodb_trx "
-        sql += "WHERE trx_state = 'LOCK WAIT'"
+        sql = "SELECT t.trx_mysql_thread_id FROM information_schema.innodb_trx t "
+        sql += "JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id "
+        sql += "WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"  # not another test run's
     else:
         sql = "SELECT id FROM information_schema.processlist "
         sql += "WHERE db = DATABASE() AND id <> CONNECTION_ID()"
