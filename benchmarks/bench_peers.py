@@ -33,7 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from importlib import metadata
 from pathlib import Path
@@ -170,12 +170,16 @@ def checkpoint(path: Path) -> None:
 
 def cache_file(path: Path) -> int:
     """Read a database file (and its WAL) once, so its pages sit in the OS page cache; bytes."""
+    return read_files(file for file in _files(path)[:2] if file.exists())
+
+
+def read_files(files: Iterable[Path]) -> int:
+    """Read each file once, so its pages sit in the OS page cache; bytes read."""
     total = 0
-    for file in _files(path)[:2]:
-        if file.exists():
-            with file.open("rb") as handle:
-                while chunk := handle.read(1 << 24):
-                    total += len(chunk)
+    for file in files:
+        with file.open("rb") as handle:
+            while chunk := handle.read(1 << 24):
+                total += len(chunk)
     return total
 
 

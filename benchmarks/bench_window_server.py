@@ -18,8 +18,8 @@ cache and the server started again before the cold queries and again before the 
 store's connections reconnect; MariaDB reloads its buffer pool dump at start, as it would after
 any restart). Warm: the database's files read into the OS page cache first (``database_files``:
 the server must run on this machine), as the SQLite benchmark reads its file. ``--keep-all``
-(PostgreSQL) fills by COPY instead of ``add_many``: ``fill_keep_all``. Then bytes per kept text by relation (``bench_footprint.server_sizes``), the purge
-of day 1 at the end of day 3 (a DROP of its partitions on PostgreSQL, deletes on MariaDB), and
+(PostgreSQL) fills by COPY instead of ``add_many``: ``fill_keep_all``. Then bytes per kept text
+by relation (``bench_footprint.server_sizes``), the purge of day 1 at the end of day 3 (a DROP of its partitions on PostgreSQL, deletes on MariaDB), and
 this process's memory.
 """
 
@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 from bench_footprint import PAIRS, report, scratch_database, server_sizes
+from bench_peers import read_files
 from bench_window import DAY1, DAY3_ENDS, END_OF_DAY2, memory
 from bench_window_default import (
     CHUNK,
@@ -106,8 +107,8 @@ def fill_keep_all(url: str, n: int, workers: int) -> dict[str, Any]:
     """``--keep-all`` (PostgreSQL): every text kept, its row copied in as its chunk is signed, the
     table's secondary indexes dropped for the load and made again after it (as a bulk load
     would). An upper bound on the rows: ``add`` would drop the texts that match an earlier one
-    (``overstated`` counts them in a sample); 2M texts through ``add_many`` take 22 min and the
-    time grows with the store, 10M would take hours."""
+    (``overstated`` counts them in a sample). Through ``add_many`` a PostgreSQL fill slows as the
+    store grows: 2M take ~21 min, 10M would take hours."""
     import psycopg  # the PostgreSQL driver simstore's URLs name; only this path needs it directly
 
     if make_url(url).get_backend_name() != "postgresql":
@@ -129,12 +130,8 @@ def fill_keep_all(url: str, n: int, workers: int) -> dict[str, Any]:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             tasks = [(first, min(CHUNK, n - first)) for first in range(0, n, CHUNK)]
             for done, chunk in enumerate(pool.imap(_sign_task, tasks), 1):
-                first, copied_keys = (
-                    chunk["first"],
-                    _copy_chunk(connection, chunk, ns_id, partition_seconds, n),
-                )
-                band_key_rows += copied_keys
-                end = first + len(chunk["text"])
+                band_key_rows += _copy_chunk(connection, chunk, ns_id, partition_seconds, n)
+                end = chunk["first"] + len(chunk["text"])
                 if done % 500 == 0 or end == n:
                     seconds = time.perf_counter() - started
                     print(f"  {end:,} texts signed and copied in {seconds:,.0f} s "
@@ -170,7 +167,8 @@ def _copy_chunk(
     statement = f"COPY simstore_fingerprints ({FILLED_COLUMNS}) FROM STDIN"
     with connection.cursor() as cursor, cursor.copy(statement) as copy:
         for j, text in enumerate(chunk["text"]):
-            i, at = chunk["first"] + j, moment(chunk["first"] + j, n)
+            i = chunk["first"] + j
+            at = moment(i, n)
             copy.write_row((
                 ns_id, f"t{i}", to_signed(fps[j]), *bands(fps[j]), at, partition_of(at, partition_seconds),
                 None, signatures[j].tobytes() + chunk["opening"][j],
@@ -261,18 +259,6 @@ def database_files(url: str) -> list[Path]:
     finally:
         engine.dispose()
     return sorted(path for path in folder.iterdir() if path.is_file())
-
-
-def read_into_page_cache(files: list[Path]) -> int:
-    """Read the database's files once, so that "warm" means what it does on SQLite: the
-    database in the OS page cache (after a cold round, or on a database larger than what a
-    thousand lookups touch); bytes read."""
-    total = 0
-    for path in files:
-        with path.open("rb") as handle:
-            while chunk := handle.read(1 << 24):
-                total += len(chunk)
-    return total
 
 
 def restart_cold(url: str, control: str) -> None:
@@ -372,7 +358,9 @@ def main() -> None:
                     result[f"{mode}_cold"] = measure(store, texts, mode, f"cold{args.round}-")
                     print(f"  {mode} (cold: server restarted, files dropped from the page "
                           f"cache): {result[f'{mode}_cold']}", flush=True)  # fmt: skip
-            result["read_into_page_cache"] = read_into_page_cache(database_files(url))
+            # warm as on SQLite: the database in the OS page cache (after a cold round, or on a
+            # database larger than what a thousand lookups touch)
+            result["read_into_page_cache"] = read_files(database_files(url))
             for mode, count in (("query", args.queries), ("add", args.adds)):
                 warm_up = workload(args.rows, 200, salt + (7 if mode == "query" else 8))
                 measure(store, warm_up, mode, f"w{args.round}-")
