@@ -44,7 +44,7 @@ import numpy.typing as npt
 from bench_store import near, percentile
 
 from simstore import __version__ as simstore_version
-from simstore.policy.verify import SimHashOnly
+from simstore.policy.policies import SimHashOnly
 from simstore.storage.db import create_engine_for
 from simstore.storage.retention import EPOCH, utc_naive
 from simstore.store import SimStore

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from bench_store import near, percentile, write_rows
 
+from simstore.policy.policies import SimHashOnly
 from simstore.policy.probes import prefers_pairs
-from simstore.policy.verify import SimHashOnly
 from simstore.storage.retention import utc_naive
 from simstore.store import SimStore
 from simstore.text.encoding import bands
@@ -60,7 +60,7 @@ def measure(stores: dict[str, SimStore], queries: list[int], rounds: int) -> dic
 def candidates_per_query(store: SimStore, queries: list[int]) -> float:
     """Rows the store's lookup fetches per query (outside the timed runs)."""
     finder = store._finder  # counting what the lookup returns, outside the timed runs
-    from simstore.policy.verify import Item
+    from simstore.policy.policies import Item
 
     counts = []
     with store.connections.reading() as conn:

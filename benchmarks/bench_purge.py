@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from bench_store import percentile
 from sqlalchemy.engine import make_url
 
-from simstore.policy.verify import SimHashOnly
+from simstore.policy.policies import SimHashOnly
 from simstore.storage import migrate, partitions
 from simstore.storage.db import create_engine_for
 from simstore.storage.retention import partition_of

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from simstore.policy.verify import SimHashOnly
+from simstore.policy.policies import SimHashOnly
 from simstore.storage.db import SQLITE_CACHE_KIB, SQLITE_MMAP_BYTES
 from simstore.store import SimStore
 from simstore.text.encoding import bands, from_signed, to_signed

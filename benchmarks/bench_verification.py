@@ -40,7 +40,7 @@ import build_dataset
 from bench_store import SQLITE_TIME, percentile, timed
 
 from simstore import fingerprint_many
-from simstore.policy.verify import MinHashVerification, SimHashOnly, SimHashVerification
+from simstore.policy.policies import MinHashVerification, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
 from simstore.text import minhash
 from simstore.text._algorithms import default_normalise_many
@@ -211,7 +211,7 @@ def main() -> None:
             for i in range(args.adds)
         ]
         # the default's adds first: the others keep unsigned rows, and one unsigned row makes
-        # the namespace's MinHash queries look up SimHash bands as well (see simstore.policy.verify)
+        # the namespace's MinHash queries look up SimHash bands as well (see simstore.policy.policies)
         run = uuid.uuid4().hex[:8]
         for j, name in enumerate(stores):
             for i, text in enumerate(new):

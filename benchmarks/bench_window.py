@@ -28,7 +28,7 @@ from pathlib import Path
 from bench_peers import _files, _marker, cache_file, fill_direct, fingerprints, remove_database
 from bench_store import near, percentile
 
-from simstore.policy.verify import SimHashOnly
+from simstore.policy.policies import SimHashOnly
 from simstore.store import SimStore
 
 HERE = Path(__file__).resolve().parent

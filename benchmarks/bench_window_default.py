@@ -83,7 +83,7 @@ from bench_window import DAY1, END_OF_DAY2, _lowest_ids, memory, timed_purge
 
 from simstore.policy import batch
 from simstore.policy.batch import Edge, Verdict
-from simstore.policy.verify import DEFAULT_POLICY, Item
+from simstore.policy.policies import DEFAULT_POLICY, Item
 from simstore.storage.retention import partition_of
 from simstore.storage.schema import pack_text
 from simstore.store import SimStore

@@ -1,7 +1,7 @@
 """Old module paths of 0.3, kept importable with a ``DeprecationWarning`` until 0.5.
 
 ``import simstore.verify`` (or ``from simstore.verify import ...``) still works and gives the very
-module at its new path (``simstore.policy.verify``), so ``isinstance`` checks and module state are
+module at its new path (``simstore.policy.policies``), so ``isinstance`` checks and module state are
 shared; only the first import under the old name warns.
 """
 
@@ -19,7 +19,7 @@ MOVED = {
     f"simstore.{name}": f"simstore.{layer}.{name}"
     for layer, names in {
         "text": ("presets", "fingerprint", "minhash", "similarity", "encoding"),
-        "policy": ("verify", "batch", "probes", "validate"),
+        "policy": ("batch", "probes"),
         "storage": (
             "schema",
             "db",
@@ -33,6 +33,10 @@ MOVED = {
         "io": ("records", "ingest", "export", "handover", "report"),
     }.items()
     for name in names
+} | {
+    "simstore.verify": "simstore.policy.policies",
+    "simstore.policy.verify": "simstore.policy.policies",
+    "simstore.policy.validate": "simstore.validate",
 }
 """Each public module path that moved: old dotted name -> new dotted name."""
 

@@ -1,3 +1,3 @@
 """The package version, kept apart so that every module can import it without cycles."""
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"

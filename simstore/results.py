@@ -18,7 +18,7 @@ class Match:
     """A kept fingerprint near the one asked about.
 
     ``measure`` and ``score`` say which exact measure confirmed it (short texts, see
-    ``simstore.policy.verify``); both are None when the Hamming distance alone decided.
+    ``simstore.policy.policies``); both are None when the Hamming distance alone decided.
     """
 
     key: str

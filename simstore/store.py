@@ -1,13 +1,7 @@
 """SimStore: remember texts durably and answer "have I seen something almost identical?".
 
-The facade. How a text is decided lives in ``simstore.policy.verify`` (the policies); the data flows
-``SimStore.add`` -> ``simstore.policy.batch.plan_items`` (fingerprint, plan, sign) ->
-``simstore.storage.locking``
--> ``simstore.storage._writer`` (decide in input order, insert) -> ``simstore.storage._finder``
-(candidates from
-the database, confirmed by the policy) -> ``simstore.storage._prepared`` (the SQL). Connections and
-transactions are ``simstore.storage._connections``; purge, removal and statistics
-``simstore.storage.maintenance``.
+The facade: it checks its arguments and delegates. Planning a text is ``simstore.policy``, the
+in-order decision ``simstore.policy.decide``, locks, transactions and SQL ``simstore.storage``.
 """
 
 from __future__ import annotations
@@ -15,7 +9,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import warnings
 import weakref
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -38,8 +31,24 @@ from simstore.io.ingest import Rejected
 from simstore.io.ingest import ingest as ingest_records
 from simstore.policy._planning import planned_ahead
 from simstore.policy.batch import plan_items
+from simstore.policy.policies import Item, Policy, SimHashOnly, check_policy
 from simstore.policy.probes import band_values
-from simstore.policy.validate import (
+from simstore.results import Decision, Judged, Match, Purged, Search, Stats
+from simstore.storage import maintenance
+from simstore.storage._connections import Connections
+from simstore.storage._finder import LOOKUPS, Finder, Rule
+from simstore.storage._group import GroupCommit
+from simstore.storage._writer import Writer
+from simstore.storage.db import check_relaxed_commit
+from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
+from simstore.storage.namespaces import open_namespace, prepare_schema, warn_about_partitions
+from simstore.storage.retention import parse_duration, partition_of, utc_naive
+from simstore.storage.schema import decisions, fingerprints, kept_text_of
+from simstore.text import minhash
+from simstore.text.encoding import from_signed
+from simstore.text.fingerprint import ensure_available
+from simstore.text.presets import Preset
+from simstore.validate import (
     MAX_NAMESPACE_LENGTH,
     MAX_TEXT_LENGTH,
     check_bool,
@@ -48,22 +57,6 @@ from simstore.policy.validate import (
     check_name,
     check_radius,
 )
-from simstore.policy.verify import DEFAULT_POLICY, Item, Policy, SimHashOnly, check_policy
-from simstore.results import Decision, Judged, Match, Purged, Search, Stats
-from simstore.storage import maintenance
-from simstore.storage._connections import Connections
-from simstore.storage._finder import LOOKUPS, Finder, Rule
-from simstore.storage._group import GroupCommit
-from simstore.storage._namespace import open_namespace, prepare_schema, warn_about_partitions
-from simstore.storage._writer import Writer
-from simstore.storage.db import check_relaxed_commit
-from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
-from simstore.storage.retention import parse_duration, partition_of, utc_naive
-from simstore.storage.schema import decisions, fingerprints, kept_text_of
-from simstore.text import minhash
-from simstore.text.encoding import from_signed
-from simstore.text.fingerprint import ensure_available
-from simstore.text.presets import Preset
 
 if TYPE_CHECKING:
     from simstore.io.report import Texts
@@ -71,8 +64,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("simstore")
 
 ANALYZE_BATCH_ROWS = 1_000  # add_many batches at least this big may refresh PostgreSQL statistics
-DEFAULT_VERIFICATION = DEFAULT_POLICY  # the name before 0.3
-_UNSET: Any = object()
 __all__ = ["BatchFailed", "Decision", "Match", "Search", "SimStore", "Stats"]
 
 
@@ -87,34 +78,6 @@ def _kept_item(key: str, row: Any, max_distance: int) -> Item:
     return item
 
 
-def _resolve_policy(
-    policy: Policy | str | None, verification: Any, min_features: Any
-) -> Policy | None:
-    """The policy from ``policy``, or from the names before 0.3 (with a DeprecationWarning)."""
-    if verification is not _UNSET:
-        if policy is not None:
-            raise InvalidInput("give policy or verification (its old name), not both")
-        warnings.warn(
-            "SimStore(verification=...) is deprecated since 0.3 and will be removed in 0.4: use "
-            "policy=... (verification=None is policy=SimHashOnly(min_features=...))",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        policy = verification
-        if verification is None:
-            features = 3 if min_features is _UNSET else min_features
-            return SimHashOnly(min_features=features)
-    if min_features is not _UNSET:
-        warnings.warn(
-            "SimStore(min_features=...) is deprecated since 0.3 and will be removed in 0.4: use "
-            "policy=SimHashOnly(min_features=...)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        check_int("min_features", min_features, lowest=0)
-    return None if policy is None else check_policy(policy)
-
-
 class SimStore:
     """Near-duplicate memory in a SQL database.
 
@@ -124,7 +87,7 @@ class SimStore:
     ``keep`` is the retention window (``"2d"``, a timedelta or seconds; None keeps everything).
     ``auto_upgrade`` None upgrades SQLite databases on open and asks servers to be upgraded with
     ``simstore db upgrade``; True or False forces either way.
-    ``policy`` decides (``simstore.policy.verify``): ``MinHashVerification()``,
+    ``policy`` decides (``simstore.policy.policies``): ``MinHashVerification()``,
     ``SimHashVerification(...)`` or ``SimHashOnly(min_features=...)``, or one's name. A namespace
     records the policy it was made with (every parameter): None adopts it (the default policy
     for a new namespace), another one is refused (``PolicyMismatch``).
@@ -134,7 +97,7 @@ class SimStore:
     ``lookup`` picks how SimHash candidates are found for radii <= 3: ``"bands"``, ``"pairs"``
     or ``"auto"`` (``simstore.policy.probes``); all three find exactly the same matches.
     ``max_text_length`` is the longest text accepted, in characters (longer ones are refused
-    with InvalidInput; default ``simstore.policy.validate.MAX_TEXT_LENGTH``, one million).
+    with InvalidInput; default ``simstore.validate.MAX_TEXT_LENGTH``, one million).
     ``synchronous_commit`` False (PostgreSQL, a URL only) trades the last instants of durability
     for speed: the store's sessions commit without waiting for the server's WAL flush, so a
     crash of the server may lose the adds of its last moments (never half of one, never a
@@ -142,7 +105,6 @@ class SimStore:
     ``group_commit`` True: adds that threads make at the same time are written together, one
     transaction and one commit for all that arrived while the previous one committed (each
     ``add`` still returns its own decision only after the commit; ``simstore.storage._group``).
-    ``verification`` and ``min_features`` are the names before 0.3 (deprecated).
     """
 
     def __init__(
@@ -160,8 +122,6 @@ class SimStore:
         max_text_length: int = MAX_TEXT_LENGTH,
         synchronous_commit: bool = True,
         group_commit: bool = False,
-        verification: Any = _UNSET,
-        min_features: Any = _UNSET,
     ) -> None:
         if not check_bool("synchronous_commit", synchronous_commit):
             check_relaxed_commit(bind)
@@ -182,7 +142,7 @@ class SimStore:
             check_int("max_text_length", max_text_length, lowest=1)
             self.max_text_length = max_text_length
             self.keep = None if keep is None else parse_duration(keep)
-            requested = _resolve_policy(policy, verification, min_features)
+            requested = None if policy is None else check_policy(policy)
             partition_length = parse_duration(partition)
             if partition_length < timedelta(minutes=1):
                 raise InvalidInput(
@@ -230,11 +190,6 @@ class SimStore:
             self._finder.forget_table_size()
         with self._connections.reading() as conn:
             return "pairs" if self._finder.uses_pairs(conn, checked) else "bands"
-
-    @property
-    def verification(self) -> Policy:
-        """The policy's name before 0.3."""
-        return self.policy
 
     def close(self) -> None:
         """Release the engine simstore made for a URL (a caller's engine is left alone); a store

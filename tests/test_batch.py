@@ -12,7 +12,7 @@ import pytest
 
 from simstore.errors import InvalidInput
 from simstore.policy import batch
-from simstore.policy.verify import MinHashVerification, Policy, SimHashOnly, SimHashVerification
+from simstore.policy.policies import MinHashVerification, Policy, SimHashOnly, SimHashVerification
 from simstore.text import minhash
 from tests._workers import stored_band_keys
 from tests.conftest import StoreFactory

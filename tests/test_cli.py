@@ -22,7 +22,7 @@ import pytest
 
 from simstore import fingerprint, to_hex
 from simstore.io.records import text_key
-from simstore.policy.verify import MinHashVerification
+from simstore.policy.policies import MinHashVerification
 from simstore.storage import migrate
 from simstore.store import SimStore
 from simstore.text import minhash

@@ -221,17 +221,11 @@ def test_the_version_is_one_version() -> None:
 
 
 def _deprecation_messages() -> list[str]:
-    from simstore.store import SimStore
-
     messages: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        SimStore("sqlite://", verification=None, min_features=3).close()
-        SimStore("sqlite://", min_features=3).close()
-        from simstore.policy import verify
-
-        getattr(verify, "Verification")  # noqa: B009 - the deprecated name
-        for name in ("simstore.verify", "simstore.migrate"):
+        old_paths = ("simstore.verify", "simstore.migrate", "simstore.policy.verify")
+        for name in (*old_paths, "simstore.policy.validate"):
             sys.modules.pop(name, None)
             __import__(name)
     messages = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]

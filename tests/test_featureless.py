@@ -14,7 +14,7 @@ import pytest
 
 from simstore.errors import BatchFailed, InvalidInput
 from simstore.policy import batch
-from simstore.policy.verify import SimHashOnly
+from simstore.policy.policies import SimHashOnly
 from simstore.text.fingerprint import analyze
 from tests.conftest import StoreFactory
 

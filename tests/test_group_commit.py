@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from simstore.errors import InvalidInput, InvalidType, KeyConflict
-from simstore.policy.verify import Item
+from simstore.policy.policies import Item
 from simstore.results import Decision
 from simstore.store import SimStore
 from tests.conftest import StoreFactory

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 
 from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput
-from simstore.policy.verify import MinHashVerification
+from simstore.policy.policies import MinHashVerification
 from simstore.storage import _finder, schema
 from simstore.storage import _prepared as prepared
 from simstore.store import SimStore

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
-from simstore.policy.verify import SimHashOnly
+from simstore.policy.policies import SimHashOnly
 from simstore.storage import migrate, partitions
 from simstore.storage.db import create_engine_for
 from simstore.store import SimStore

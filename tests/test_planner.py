@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
+from simstore.policy.policies import SimHashOnly
 from simstore.policy.probes import band_seeks, pair_plan, pair_seeks, prefers_pairs
-from simstore.policy.verify import SimHashOnly
 from simstore.storage.schema import fingerprints
 from simstore.store import SimStore
 from simstore.text.encoding import bands, to_signed

@@ -8,7 +8,6 @@ itself.
 from __future__ import annotations
 
 import re
-import warnings
 from datetime import datetime, timezone
 
 import pytest
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 
 from simstore import fingerprint
 from simstore.errors import InvalidInput, InvalidType
-from simstore.policy.verify import (
+from simstore.policy.policies import (
     DEFAULT_POLICY,
     Item,
     Kept,
@@ -218,16 +217,6 @@ def test_every_policy_describes_itself() -> None:
         assert policy.describe(3).startswith(policy.name)
 
 
-def test_the_old_policy_name_warns_and_is_the_new_class() -> None:
-    import simstore.policy.verify
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        old = simstore.policy.verify.Verification
-    assert old is SimHashVerification
-    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
-
-
 def test_named_rows_equal_their_tables_columns() -> None:
     for table_name, row in ROWS.items():
         columns = [c.name for c in metadata.tables[table_name].c if c.name != "id"]
@@ -235,7 +224,7 @@ def test_named_rows_equal_their_tables_columns() -> None:
 
 
 def test_policies_by_name_carry_the_threshold() -> None:
-    from simstore.policy.verify import policy_from
+    from simstore.policy.policies import policy_from
 
     minhash_policy = policy_from("minhash", threshold=0.7)
     assert isinstance(minhash_policy, MinHashVerification)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from simstore.errors import InvalidInput, InvalidType
-from simstore.policy.verify import SimHashOnly
+from simstore.policy.policies import SimHashOnly
 from simstore.store import SimStore
 
 CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus.jsonl"

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from simstore.errors import InvalidInput, PolicyMismatch
-from simstore.policy.verify import (
+from simstore.policy.policies import (
     MinHashVerification,
     SimHashOnly,
     SimHashVerification,
@@ -203,7 +203,7 @@ def test_django_reports_a_bad_setting_in_its_system_check(tmp_path: Path) -> Non
 
 def test_a_recipe_recorded_before_an_option_existed_keeps_its_rule() -> None:
     # the recipe migration 0012 records for 0.3's namespaces: no typos or containment option
-    from simstore.policy.verify import _BEFORE_OPTION
+    from simstore.policy.policies import _BEFORE_OPTION
 
     old = json.loads(MinHashVerification().recipe())
     for option in _BEFORE_OPTION["minhash"]:

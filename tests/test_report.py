@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 from simstore.errors import InvalidInput, InvalidType
 from simstore.io._report_html import SECTIONS, diff, tokens
 from simstore.io.report import DISTANCE_MEASURE, Report, gather, thresholds
-from simstore.policy.verify import MinHashVerification, SimHashOnly, SimHashVerification
+from simstore.policy.policies import MinHashVerification, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
 from tests.conftest import StoreFactory
 from tests.test_audit_sql import recipes

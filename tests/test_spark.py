@@ -42,7 +42,7 @@ from simstore import spark as simspark
 from simstore.errors import InvalidInput
 from simstore.io import handover
 from simstore.policy import batch
-from simstore.policy.verify import MinHashVerification, Policy, SimHashOnly, SimHashVerification
+from simstore.policy.policies import MinHashVerification, Policy, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
 from tests.test_batch import CORPUS, corpus_slice
 

@@ -23,7 +23,7 @@ from simstore.errors import (
     KeyConflict,
     PresetMismatch,
 )
-from simstore.policy.verify import SimHashOnly
+from simstore.policy.policies import SimHashOnly
 from simstore.storage import migrate
 from simstore.storage.schema import fingerprints
 from simstore.store import BatchFailed, SimStore
@@ -354,20 +354,6 @@ def test_an_owned_sqlite_store_keeps_one_connection_and_retires_it_after_a_drive
     assert store.connections.current_kept() is not kept
     blocker.close()
     store.close()
-
-
-def test_the_names_before_0_3_warn_and_decide_as_their_new_policies(
-    make_store: StoreFactory,
-) -> None:
-    with pytest.warns(DeprecationWarning, match="policy="):
-        old = make_store(verification=None, min_features=5, namespace="old-names")
-    assert old.policy == SimHashOnly(min_features=5)
-    new = make_store(policy=SimHashOnly(min_features=5), namespace="new-names")
-    for store in (old, new):
-        assert store.search("abc").max_distance == 0  # under 5 features: distance 0 only
-        assert store.search("a longer text with plenty of features").max_distance == 3
-    with pytest.raises(InvalidInput, match="not both"):
-        make_store(policy=SimHashOnly(), verification=None)
 
 
 def test_ingest_loses_only_the_bad_records(make_store: StoreFactory) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from simstore.errors import BatchFailed, InvalidInput
 from simstore.policy import batch
-from simstore.policy.validate import MAX_TEXT_LENGTH
+from simstore.validate import MAX_TEXT_LENGTH
 from tests.conftest import StoreFactory
 
 TEXT = "The harbour ferry timetable changes on Monday: boats leave every twenty minutes. "

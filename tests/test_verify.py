@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput
 from simstore.policy import batch
-from simstore.policy.verify import MinHashVerification, SimHashOnly, SimHashVerification
+from simstore.policy.policies import MinHashVerification, SimHashOnly, SimHashVerification
 from simstore.storage import _finder
 from simstore.text import minhash
 from tests.conftest import StoreFactory

@@ -45,12 +45,10 @@ import dataset
 from build_dataset import Pair
 
 import simstore
-from simstore.policy import verify
-from simstore.policy.verify import MinHashVerification
+from simstore.policy.policies import MinHashVerification, SimHashVerification
 from simstore.text import similarity
 
-# SimHash-only verification, under its name since the policy seam (or the older one)
-Verification = getattr(verify, "SimHashVerification", None) or verify.Verification
+Verification = SimHashVerification
 
 GROUPS = ("zh-short", "zh-long", "en-short", "en-long")  # the four the targets are about
 EXTRA = ("zh-mid", "en-mid")
@@ -132,13 +130,13 @@ def group_scores(
 STORE_POLICIES: dict[str, dict[str, object]] = {
     "default (MinHashVerification())": {},
     "MinHashVerification(strip_social=True, fold_traditional=True)": {
-        "verification": MinHashVerification(strip_social=True, fold_traditional=True)
+        "policy": MinHashVerification(strip_social=True, fold_traditional=True)
     },
     "MinHashVerification(threshold=0.8, long_threshold=0.8)": {
-        "verification": MinHashVerification(threshold=0.8, long_threshold=0.8)
+        "policy": MinHashVerification(threshold=0.8, long_threshold=0.8)
     },
-    "Verification() (SimHash-only, before 0.2)": {"verification": Verification()},
-    "verification=None (plain k = 3)": {"verification": None},
+    "SimHashVerification()": {"policy": Verification()},
+    "SimHashOnly() (plain k = 3)": {"policy": "simhash-only"},
 }
 
 
@@ -280,7 +278,7 @@ class Rule:
 @dataclass(frozen=True)
 class Policy:
     """The store's decision: texts whose normalised length is under ``short_length`` use
-    ``short``, the others ``long`` (the shape of ``simstore.policy.verify.Verification``)."""
+    ``short``, the others ``long`` (the shape of ``simstore.policy.policies.Verification``)."""
 
     short_length: int
     short: Rule

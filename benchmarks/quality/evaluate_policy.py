@@ -65,7 +65,7 @@ import dataset
 from build_dataset import Pair
 
 import simstore
-from simstore.policy.verify import MinHashVerification
+from simstore.policy.policies import MinHashVerification
 from simstore.store import SimStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,9 +87,8 @@ def make_policy(spec: str) -> tuple[str, Any]:
     if spec == "plain":
         return "no verification (SimHash k <= 3)", None
     if spec == "simhash":  # SimHashVerification, or its older name Verification
-        from simstore.policy import verify
+        from simstore.policy.policies import SimHashVerification as simhash
 
-        simhash = getattr(verify, "SimHashVerification", None) or verify.Verification
         return f"{simhash.__name__}()", simhash()
     options: dict[str, Any] = {}
     for part in spec.split(","):

@@ -39,7 +39,7 @@ import build_dataset
 from evaluate_policy import load_pairs
 
 from simstore.policy import batch
-from simstore.policy.verify import DEFAULT_POLICY
+from simstore.policy.policies import DEFAULT_POLICY
 from simstore.text import minhash
 from simstore.text._mix import GOLDEN, mix64
 

@@ -30,7 +30,7 @@ import build_dataset
 from build_dataset import Pair
 from evaluate_policy import Counts, decide_pairs, load_pairs, prf_dict
 
-from simstore.policy.verify import MinHashVerification
+from simstore.policy.policies import MinHashVerification
 from simstore.store import SimStore
 
 POLICIES = {

@@ -27,7 +27,7 @@ from simstore.errors import (
     SchemaOutOfDate,
     SimstoreError,
 )
-from simstore.policy.verify import DEFAULT_POLICY, POLICY_NAMES, Policy, policy_with
+from simstore.policy.policies import DEFAULT_POLICY, POLICY_NAMES, Policy, policy_with
 from simstore.storage.db import default_url, scrub
 
 if TYPE_CHECKING:
@@ -365,11 +365,11 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
     schema; every other command opens an existing namespace and writes nothing it was not asked
     to (an unknown namespace is an error, not a new empty one).
     """
-    from simstore.policy.validate import MAX_NAMESPACE_LENGTH, check_name, check_radius
     from simstore.storage.namespaces import existing, missing_sqlite_file
     from simstore.storage.retention import parse_duration
     from simstore.store import SimStore
     from simstore.text.presets import get_preset
+    from simstore.validate import MAX_NAMESPACE_LENGTH, check_name, check_radius
 
     given = {name: value for name, value in options.items() if value is not None}
     if _in_memory(settings.url):

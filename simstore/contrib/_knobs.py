@@ -1,10 +1,10 @@
 """The settings Flask and Django share, with the CLI's meanings: read, converted from strings (as
 environment variables give them) and checked in one place, when the app starts.
 
-``POLICY`` names the policy (``simstore.policy.verify.POLICY_NAMES``; None: the namespace's own,
+``POLICY`` names the policy (``simstore.policy.policies.POLICY_NAMES``; None: the namespace's own,
 the default for a new one); ``THRESHOLD`` and ``LONG_THRESHOLD`` are its short and long texts'
 similarity thresholds, ``POLICY_OPTIONS`` any other option (a dict, or ``"key=value,..."``:
-``simstore.policy.verify.policy_options``); ``MAX_DISTANCE`` is the SimHash radius, ``KEEP`` the
+``simstore.policy.policies.policy_options``); ``MAX_DISTANCE`` is the SimHash radius, ``KEEP`` the
 retention window, ``MAX_TEXT_LENGTH`` the longest text accepted (characters), ``NAMESPACE``,
 ``PRESET``, ``GROUP_COMMIT`` and ``SYNCHRONOUS_COMMIT`` as in ``SimStore`` (the last two True or
 False, or a string: true/false, yes/no, on/off, 1/0). Under a policy that decides
@@ -20,16 +20,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from simstore.errors import InvalidInput
-from simstore.policy.validate import (
+from simstore.policy.policies import Policy, policy_with
+from simstore.storage.retention import parse_duration
+from simstore.text.presets import get_preset
+from simstore.validate import (
     MAX_NAMESPACE_LENGTH,
     check_fraction,
     check_int,
     check_name,
     check_radius,
 )
-from simstore.policy.verify import Policy, policy_with
-from simstore.storage.retention import parse_duration
-from simstore.text.presets import get_preset
 
 log = logging.getLogger("simstore")
 

@@ -15,16 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from simstore.policy.validate import check_key
 from simstore.storage.schema import decision_log, fingerprints, kept_text_of
 from simstore.storage.schema import decisions as decisions_table
 from simstore.text.encoding import from_signed, to_hex
+from simstore.validate import check_key
 
 if TYPE_CHECKING:
     from simstore.store import SimStore
 
 BATCH_ROWS = 1000
-WHATS = ("decisions", "clusters", "kept")
 FIELDS = {
     "decisions": (
         "key", "fingerprint", "inserted", "duplicate_of", "distance", "measure", "score",

@@ -34,8 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from simstore.errors import InvalidInput, InvalidType, KeyConflict, missing_extra
-from simstore.policy.validate import check_fraction, check_int, check_key, check_text_value
-from simstore.policy.verify import MEASURES
+from simstore.policy.policies import MEASURES
 from simstore.storage import _prepared as prepared
 from simstore.storage._finder import padded_params
 from simstore.storage.locking import lock_for_write
@@ -53,9 +52,10 @@ from simstore.storage.schema import (
 )
 from simstore.text import minhash
 from simstore.text.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
+from simstore.validate import check_fraction, check_int, check_key, check_text_value
 
 if TYPE_CHECKING:  # the store delegates its bulk load here: no import cycle at run time
-    from simstore.policy.verify import Policy
+    from simstore.policy.policies import Policy
     from simstore.store import SimStore
     from simstore.text.presets import Preset
 

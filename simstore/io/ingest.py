@@ -32,7 +32,7 @@ from simstore.errors import (
     KeyConflict,
     SchemaOutOfDate,
 )
-from simstore.policy.validate import check_int
+from simstore.validate import check_int
 
 if TYPE_CHECKING:
     from simstore.results import Decision

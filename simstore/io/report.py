@@ -40,13 +40,13 @@ from simstore.io._report_model import (
     Threshold,
 )
 from simstore.io.outputs import check_paths, replaced
-from simstore.policy.validate import check_int
-from simstore.policy.verify import Item, Policy
+from simstore.policy.policies import Item, Policy
 from simstore.results import Judged
 from simstore.storage.db import redact
 from simstore.storage.retention import parse_duration, utc_naive
 from simstore.storage.schema import decision_log, decisions, fingerprints, kept_text_of
 from simstore.text._algorithms import default_normalise
+from simstore.validate import check_int
 
 if TYPE_CHECKING:
     from simstore.store import SimStore

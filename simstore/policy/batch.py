@@ -25,13 +25,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from simstore.errors import InvalidInput, InvalidType
+from simstore.policy.policies import DEFAULT_POLICY, Item, Kept, Policy, check_policy
 from simstore.policy.probes import band_values
-from simstore.policy.validate import MAX_TEXT_LENGTH, check_key, check_radius, check_text_length
-from simstore.policy.verify import DEFAULT_POLICY, Item, Kept, Policy, check_policy
 from simstore.results import preference
 from simstore.text.encoding import check_fingerprint
 from simstore.text.fingerprint import analyze_many
 from simstore.text.presets import Preset, get_preset
+from simstore.validate import MAX_TEXT_LENGTH, check_key, check_radius, check_text_length
 
 __all__ = [
     "Edge",
@@ -91,7 +91,7 @@ def plan_items(
     InvalidInput: all such texts share one fingerprint, so storing them would make each a
     duplicate of the first. This is the one place every entry point (add, add_many, query,
     batch, ingest, Spark, Flask, Django) checks it, and that a text has at most
-    ``max_text_length`` characters (``simstore.policy.validate.MAX_TEXT_LENGTH`` by default):
+    ``max_text_length`` characters (``simstore.validate.MAX_TEXT_LENGTH`` by default):
     planning costs memory and time in proportion, so one huge text could stop a whole run.
 
     Texts are fingerprinted together and planned by ``policy`` (signed in one pass); a bare

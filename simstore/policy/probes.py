@@ -15,8 +15,6 @@ from itertools import combinations
 
 from simstore.text.encoding import BAND_BITS, BAND_COUNT, bands
 
-MAX_RADIUS = 32
-
 
 def plan(radius: int) -> list[tuple[int, int]]:
     """(band index, band radius) pairs to probe for a query of Hamming radius ``radius``."""

@@ -7,7 +7,7 @@ smallest key), else kept. Not "one per connected component": in a chain A ~ B ~ 
 are not near, C is kept when B was a duplicate of A.
 
 Only the DB-free batch API and the policies decide (``simstore.policy.batch``,
-``simstore.policy.verify``); Spark
+``simstore.policy.policies``); Spark
 moves the data. The stages (``STAGES``):
 
 1. ``sign``: ``batch.sign`` over each partition (``mapInArrow``: Arrow keeps nulls null and bytes
@@ -83,8 +83,7 @@ import numpy as np
 from simstore.errors import InvalidInput, InvalidType, SimstoreError
 from simstore.io import handover
 from simstore.policy import batch
-from simstore.policy.validate import check_int, check_radius
-from simstore.policy.verify import DEFAULT_POLICY, Item, Policy, check_policy
+from simstore.policy.policies import DEFAULT_POLICY, Item, Policy, check_policy
 from simstore.spark import _against
 from simstore.spark import _executor as executor
 from simstore.spark._executor import ITEM_FIELDS
@@ -93,6 +92,7 @@ from simstore.spark._session import LOG_CONF, fit, output_files, start
 from simstore.storage.retention import EPOCH, utc_naive
 from simstore.text.encoding import from_signed
 from simstore.text.presets import Preset, get_preset
+from simstore.validate import check_int, check_radius
 
 if TYPE_CHECKING:
     from simstore.store import SimStore

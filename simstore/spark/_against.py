@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 
 from simstore.errors import InvalidInput
 from simstore.io import handover
-from simstore.policy.verify import Policy
+from simstore.policy.policies import Policy
 from simstore.spark import _executor as executor
 from simstore.storage.retention import partition_of, utc_naive, window_start
 from simstore.storage.schema import decisions, fingerprints, kept_text_of

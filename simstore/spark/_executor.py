@@ -15,8 +15,8 @@ import pyarrow as pa
 
 from simstore.errors import InvalidInput, SimstoreError
 from simstore.policy import batch
+from simstore.policy.policies import Item, Kept, Policy
 from simstore.policy.probes import band_values
-from simstore.policy.verify import Item, Kept, Policy
 from simstore.storage.retention import EPOCH
 from simstore.text.encoding import from_signed, to_signed
 from simstore.text.presets import Preset

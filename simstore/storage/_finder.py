@@ -22,8 +22,8 @@ import numpy as np
 from sqlalchemy.engine import Connection
 
 from simstore.policy._match import EXACT_BAND_RADIUS, near_pairs
+from simstore.policy.policies import Item, Kept, Policy
 from simstore.policy.probes import PAIR_MAX_RADIUS, band_values, pair_plan, prefers_pairs
-from simstore.policy.verify import Item, Kept, Policy
 from simstore.results import Judged, Match, sort_matches
 from simstore.storage import _prepared as prepared
 from simstore.storage.locking import require_namespace

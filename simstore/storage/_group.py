@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from simstore.errors import DatabaseUnavailable, NamespaceDropped, SimstoreError
-from simstore.policy.verify import Item
+from simstore.policy.policies import Item
 from simstore.results import Decision
 
 GROUP_LIMIT = 256  # adds a transaction at most (the rest wait for the next one)

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from simstore.errors import KeyConflict
-from simstore.policy.verify import Item, Kept
+from simstore.policy.policies import Item, Kept
 from simstore.results import Decision, Match, sort_matches
 from simstore.storage import _prepared as prepared
 from simstore.storage._finder import BatchIndex, Finder, Rule, chunks, padded_params

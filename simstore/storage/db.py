@@ -21,7 +21,6 @@ from simstore.errors import DatabaseUnavailable, InvalidInput, InvalidType, Miss
 
 log = logging.getLogger("simstore")
 
-Bind = str | URL | Engine | Connection
 SQLITE_BUSY_TIMEOUT_S = 30.0
 
 

@@ -1,29 +1,216 @@
-"""The namespaces of a database: which exist, what they hold, opening one without creating it,
-and dropping one.
+"""Namespaces: opening one (create it or adopt its recorded recipe, refusing a mismatch
+clearly), and the read-only and dropping uses of a database's namespaces.
+
+A namespace records the preset (name, version, parameters), the policy with every parameter
+(``Policy.recipe``), the band layout, the partition length and the MinHash scheme its rows were
+made with. A store opened without a preset or a policy adopts the recorded one; a store asking for
+another preset or policy is refused (``PresetMismatch``, ``PolicyMismatch``), as is another
+scheme; a database behind the code asks for an upgrade.
 
 ``SimStore(bind, namespace=...)`` creates a namespace it does not find, which is right for adding
 and wrong for looking: a typo in a read-only command would make a namespace and report zeros.
 ``existing(bind, name)`` answers whether it is there without writing anything (on SQLite it does
 not even create a missing file), ``listed(bind)`` lists them with their counts, and
-``drop(store)`` deletes a namespace's rows from every simstore table and then the namespace.
+``drop(...)`` deletes a namespace's rows from every simstore table and then the namespace.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
+from sqlalchemy import exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from simstore.errors import DatabaseUnavailable, SimstoreError
-from simstore.storage import migrate
+from simstore._version import __version__
+from simstore.errors import (
+    DatabaseUnavailable,
+    PolicyMismatch,
+    PresetMismatch,
+    SchemaOutOfDate,
+    SimstoreError,
+)
+from simstore.policy.policies import DEFAULT_POLICY, Policy, policy_from_recipe
+from simstore.storage import _prepared as prepared
+from simstore.storage import migrate, partitions
+from simstore.storage._connections import Connections
 from simstore.storage.db import connection_for, redact
 from simstore.storage.locking import lock_for_write
+from simstore.storage.retention import format_duration, utc_naive
 from simstore.storage.schema import decisions, fingerprints, metadata, namespaces
+from simstore.text import minhash
+from simstore.text.presets import Preset, get_preset
+
+log = logging.getLogger("simstore")
+
+BAND_LAYOUT = "4x16"
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """An opened namespace: its id and the recipe its rows were made with."""
+
+    id: int
+    name: str
+    preset: Preset
+    policy: Policy
+    partition_seconds: int
+
+
+def prepare_schema(connections: Connections, auto_upgrade: bool | None) -> None:
+    """Check the schema; upgrade it when asked (by default: SQLite files are upgraded on open)."""
+    with connections.in_turn():
+        _prepare_schema(connections, auto_upgrade)
+
+
+def _prepare_schema(connections: Connections, auto_upgrade: bool | None) -> None:
+    upgrade = connections.dialect == "sqlite" if auto_upgrade is None else auto_upgrade
+    # on SQLite this thread's kept connection, which the namespace read reuses (one connection
+    # opened, not two), left without a transaction for simstore's own to begin
+    kept = connections.kept()
+    try:
+        try:
+            migrate.check(connections.target if kept is None else kept)
+        finally:
+            if kept is not None and kept.in_transaction():
+                kept.rollback()
+    except SchemaOutOfDate:
+        if not upgrade:
+            raise
+        log.info("upgrading simstore schema in %s", connections.url)
+        migrate.upgrade(connections.target)
+
+
+def open_namespace(
+    connections: Connections,
+    name: str,
+    wanted: str | Preset | None,
+    partition_seconds: int,
+    policy: Policy | None = None,
+) -> Namespace:
+    """The namespace ``name``, created with ``wanted`` (or the default preset) and ``policy`` (or
+    the default policy) when it is new; an existing one adopts or checks its recorded recipe."""
+    requested = None if wanted is None else get_preset(wanted)
+    for _attempt in range(3):
+        row = _read_namespace(connections, name)
+        if row is not None:
+            preset = _adopt(row, requested, name, connections.url)
+            if row.policy is None:  # made by 0.3 with unsigned rows: record the first policy
+                _record_policy(connections, int(row.id), policy or DEFAULT_POLICY)
+                continue
+            adopted = _adopt_policy(row.policy, policy, name, connections.url)
+            return Namespace(int(row.id), name, preset, adopted, int(row.partition_seconds))
+        chosen = requested or get_preset("default")
+        try:
+            with connections.transaction() as conn:
+                conn.execute(
+                    sa.insert(namespaces).values(
+                        name=name,
+                        preset_name=chosen.name,
+                        preset_version=chosen.version,
+                        preset_params=chosen.params_json(),
+                        band_layout=BAND_LAYOUT,
+                        partition_seconds=partition_seconds,
+                        created_with=__version__,
+                        created_at=utc_naive(None),
+                        unsigned_rows=False,
+                        minhash_scheme=minhash.SCHEME,
+                        policy=(policy or DEFAULT_POLICY).recipe(),
+                    )
+                )
+        except exc.IntegrityError:
+            continue  # another process created it first: read theirs
+    raise SimstoreError(f"could not open namespace {name!r}")  # pragma: no cover
+
+
+def _read_namespace(connections: Connections, name: str) -> SimpleNamespace | None:
+    """The namespace's row, read with one prepared SELECT on the cheapest connection (on SQLite
+    this thread's kept one, without a transaction): an open of an existing namespace writes
+    nothing."""
+    found = connections.read(
+        lambda conn: prepared.namespace_by_name(conn.dialect).run(conn, {"name": name})
+    )
+    if not found:
+        return None
+    return SimpleNamespace(**dict(zip(namespaces.c.keys(), found[0], strict=True)))
+
+
+def _adopt(row: Any, requested: Preset | None, name: str, url: str) -> Preset:
+    recorded = f"{row.preset_name}@{row.preset_version} {row.preset_params}"
+    if requested is None:
+        try:
+            base = get_preset(row.preset_name)
+        except SimstoreError as error:
+            raise PresetMismatch(
+                f"namespace {name!r} uses preset {recorded}, unknown to simstore {__version__}"
+            ) from error
+        requested = base
+        if base.params_json() != row.preset_params:
+            requested = base.with_params(**json.loads(row.preset_params))
+    mine = f"{requested.name}@{requested.version} {requested.params_json()}"
+    if mine != recorded:
+        raise PresetMismatch(
+            f"namespace {name!r} in {url} was made with preset {recorded}; "
+            f"refusing fingerprints made with {mine}"
+        )
+    if row.band_layout != BAND_LAYOUT:
+        raise SchemaOutOfDate(f"namespace uses band layout {row.band_layout}")
+    if row.minhash_scheme != minhash.SCHEME:
+        raise PresetMismatch(
+            f"namespace {name!r} in {url} holds MinHash signatures of scheme "
+            f"{row.minhash_scheme}; simstore {__version__} makes {minhash.SCHEME}, whose band "
+            "keys would never meet them"
+        )
+    return requested
+
+
+def _record_policy(connections: Connections, ns_id: int, policy: Policy) -> None:
+    log.warning(
+        "namespace %d records no policy (made by simstore 0.3): recording %s", ns_id, policy
+    )
+    with connections.transaction() as conn:
+        conn.execute(
+            sa.update(namespaces)
+            .where(namespaces.c.id == ns_id, namespaces.c.policy.is_(None))
+            .values(policy=policy.recipe())
+        )
+
+
+def _adopt_policy(recorded: str, requested: Policy | None, name: str, url: str) -> Policy:
+    """The recorded policy when none is requested; the requested one when it is the same."""
+    if requested is None:
+        return policy_from_recipe(recorded)
+    mine = requested.recipe()
+    if mine != recorded:
+        raise PolicyMismatch(
+            f"namespace {name!r} in {url} was made with policy {recorded}; refusing {mine}. "
+            "Open it without a policy to use its own, or give another namespace "
+            "(--namespace NAME, SimStore(namespace=...)) for the new policy"
+        )
+    return requested
+
+
+def warn_about_partitions(connections: Connections, namespace: str, keep: timedelta | None) -> None:
+    """PostgreSQL: warn when the database drops partitions before the store's window ends."""
+    if connections.dialect != "postgresql":
+        return
+    with connections.transaction() as conn:
+        layout = partitions.read(conn)
+    if layout is not None and (keep is None or keep > layout.keep):
+        log.warning(
+            "namespace %r keeps %s, but the database's partitions are dropped after %s",
+            namespace,
+            "everything" if keep is None else format_duration(keep),
+            format_duration(layout.keep),
+        )
+
 
 if TYPE_CHECKING:
     from simstore.store import SimStore

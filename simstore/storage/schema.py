@@ -86,7 +86,7 @@ namespaces = sa.Table(
     sa.Column("unsigned_rows", sa.Boolean, nullable=False, server_default=sa.true()),
     # the MinHash scheme (simstore.text.minhash.SCHEME) its signatures and band keys were made with
     sa.Column("minhash_scheme", sa.String(64), nullable=False),
-    # the policy and every parameter, canonical JSON (simstore.policy.verify.Policy.recipe); NULL
+    # the policy and every parameter, canonical JSON (simstore.policy.policies.Policy.recipe); NULL
     # for a namespace of simstore 0.3 with unsigned rows, until a store opens it and records one
     sa.Column("policy", sa.Text, nullable=True),
     # ids are never reused (SQLite needs AUTOINCREMENT for that: revision 0011): a store opened

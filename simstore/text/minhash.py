@@ -32,7 +32,7 @@ existed are the 96 values alone; the values and band keys are the same either wa
 After the size, a signature may carry the opening of its text (the first characters of the
 normalised text, zlib-compressed UTF-8): the default policy keeps it for texts too long to keep
 whole, to tell two documents of one template (other names in the same licence, man page or
-package description) from an edited copy (``simstore.policy.verify``). Values, size and band keys
+package description) from an edited copy (``simstore.policy.policies``). Values, size and band keys
 are the same with or without it.
 """
 

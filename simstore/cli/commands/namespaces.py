@@ -28,7 +28,7 @@ def namespaces(ctx: click.Context) -> None:
 @click.pass_obj
 def list_namespaces(settings: Settings) -> None:
     """List the namespaces with their preset, policy and counts (nothing is written)."""
-    from simstore.policy.verify import recipe_summary
+    from simstore.policy.policies import recipe_summary
     from simstore.storage.namespaces import listed
 
     found = listed(settings.url)

@@ -102,8 +102,8 @@ def report(
     """
     from simstore.io.outputs import check_paths
     from simstore.io.report import MAX_SAMPLE
-    from simstore.policy.validate import check_int
     from simstore.storage.retention import parse_duration
+    from simstore.validate import check_int
 
     if since is not None:
         parse_duration(since)  # bad input is exit 4 before anything is opened

@@ -16,7 +16,7 @@ from simstore.cli._app import Settings, main, open_store, requested_policy
 from simstore.cli._spark_progress import SparkProgress
 from simstore.cli.output import emit, pairs
 from simstore.errors import InvalidInput
-from simstore.policy.verify import DEFAULT_POLICY
+from simstore.policy.policies import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -110,7 +110,7 @@ class _Looked:
 def _look_up(settings: Settings, key: str) -> _Looked:
     """The decision of KEY, the texts kept for it and its match, and a match that is gone."""
     from simstore.io.export import recorded_duplicate_of
-    from simstore.policy.validate import check_key
+    from simstore.validate import check_key
 
     check_key(key)  # bad input is exit 4 before anything is opened
     with open_store(settings) as store:

@@ -24,19 +24,17 @@ import dataclasses
 import functools
 import json
 import re
-import warnings
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from simstore.errors import InvalidInput, InvalidType, PolicyMismatch, missing_extra
-from simstore.policy.validate import check_fraction, check_int
 from simstore.results import Judged, Match
 from simstore.text import minhash
 from simstore.text._algorithms import default_normalise, default_normalise_many
@@ -50,6 +48,7 @@ from simstore.text.similarity import (
     jaccard_of_sets,
     replacements,
 )
+from simstore.validate import check_fraction, check_int
 
 Measure = Literal["jaccard", "cosine", "edit"]
 Thresholds = tuple[dict[str, tuple[tuple[str, float], ...]], tuple[tuple[str, float], ...]]
@@ -382,7 +381,7 @@ class MinHashVerification(Policy):
     Every text gets a MinHash signature over its character 5-grams (``simstore.text.minhash``), kept
     in its row, and 16 band keys, kept in ``simstore_minhash``. A kept text with a signature is a
     candidate when it shares at least ``min_bands`` band keys with the new one; a row without one
-    (kept from a fingerprint, or before simstore 0.2) when it lies within the store's SimHash
+    (kept from a fingerprint, or by an early release) when it lies within the store's SimHash
     radius, and then the distance decides. When both texts are shorter than ``short_length``
     normalised characters (their texts are kept), a candidate whose signature estimate reaches
     ``prefilter`` is decided by the exact ``measure`` (Jaccard over character 3-grams by default)
@@ -976,23 +975,7 @@ def check_policy(policy: object) -> Policy:
         return policy_from(policy)
     if not isinstance(policy, Policy):
         raise InvalidType(
-            "policy must be a simstore.policy.verify policy (MinHashVerification, "
+            "policy must be a simstore.policy.policies policy (MinHashVerification, "
             f"SimHashVerification or SimHashOnly), not {type(policy).__name__}"
         )
     return policy
-
-
-_DEPRECATED = {"Verification": SimHashVerification}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _DEPRECATED:
-        replacement = _DEPRECATED[name]
-        warnings.warn(
-            f"simstore.policy.verify.{name} is deprecated since 0.3 and will be removed in 0.4: "
-            f"use {replacement.__name__} (same fields)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return replacement
-    raise AttributeError(f"module 'simstore.policy.verify' has no attribute {name!r}")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from simstore.errors import InvalidInput, InvalidType
-from simstore.policy.probes import MAX_RADIUS
 
+MAX_RADIUS = 32  # the widest SimHash search radius (half the bits)
 MAX_KEY_LENGTH = 255
 MAX_NAMESPACE_LENGTH = 255
 MAX_TEXT_LENGTH = 1_000_000
