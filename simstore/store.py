@@ -44,6 +44,7 @@ from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, requi
 from simstore.storage.namespaces import open_namespace, prepare_schema, warn_about_partitions
 from simstore.storage.retention import parse_duration, partition_of, utc_naive
 from simstore.storage.schema import decisions, fingerprints, kept_text_of
+from simstore.storage.scope import Scope
 from simstore.text import minhash
 from simstore.text.encoding import from_signed
 from simstore.text.fingerprint import ensure_available
@@ -165,6 +166,16 @@ class SimStore:
             self.partition_seconds = opened.partition_seconds
             self.ns_id = opened.id
             warn_about_partitions(self._connections, namespace, self.keep)
+            self.scope = Scope(
+                self._connections,
+                opened.id,
+                self.namespace,
+                opened.partition_seconds,
+                self.keep,
+                opened.preset,
+                opened.policy,
+                self.max_distance,
+            )
             self._finder = Finder(opened.id, self.keep, opened.partition_seconds, lookup, namespace)
             self._writer = Writer(opened.id, self.keep, opened.partition_seconds, self._finder)
             self._group = GroupCommit(self._write_batch, self._write_one) if group_commit else None
