@@ -1,0 +1,231 @@
+"""simstore's alembic migrations: one head, head == models on every dialect, a host application's
+own alembic history left alone, an out-of-date server refused with the fix, and the built wheel
+carrying the scripts."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from simstore.errors import SchemaOutOfDate
+from simstore.policy import batch
+from simstore.storage import _prepared, migrate, schema
+from simstore.store import SimStore
+from tests.conftest import new_server_database
+
+LONG_TEXT = (
+    "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
+    "north pier between six and nine in the morning, and every half hour for the rest of the day."
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_there_is_exactly_one_head() -> None:
+    script = ScriptDirectory(str(migrate.migrations_dir()))
+    assert len(script.get_heads()) == 1
+    assert migrate.head() == script.get_current_head()
+
+
+def test_migrations_never_import_live_simstore_code() -> None:
+    for path in (migrate.migrations_dir() / "versions").glob("*.py"):
+        source = path.read_text()
+        assert "import simstore" not in source and "from simstore" not in source, path
+
+
+def test_empty_database_upgraded_to_head_equals_the_models(database_url: str) -> None:
+    engine = sa.create_engine(database_url)
+    with engine.connect() as connection:
+        if database_url.startswith("sqlite"):  # server fixtures arrive upgraded
+            migrate.upgrade(connection)
+            connection.commit()
+        assert migrate.current(connection) == migrate.head()
+        context = MigrationContext.configure(
+            connection, opts={"include_object": migrate.compared, "compare_type": True}
+        )
+        differences = compare_metadata(context, schema.metadata)
+    engine.dispose()
+    assert differences == []
+
+
+def test_a_host_alembic_history_lives_beside_simstore(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'host.db'}"
+    host = tmp_path / "host_migrations"
+    (host / "versions").mkdir(parents=True)
+    (host / "env.py").write_text(
+        textwrap.dedent(
+            """
+            from alembic import context
+            from sqlalchemy import create_engine
+            engine = create_engine(context.config.get_main_option("sqlalchemy.url"))
+            with engine.begin() as connection:
+                context.configure(connection=connection)
+                with context.begin_transaction():
+                    context.run_migrations()
+            """
+        )
+    )
+    (host / "versions" / "h1_items.py").write_text(
+        textwrap.dedent(
+            """
+            import sqlalchemy as sa
+            from alembic import op
+            revision = "h1_items"
+            down_revision = None
+            branch_labels = None
+            depends_on = None
+            def upgrade():
+                op.create_table("items", sa.Column("id", sa.Integer, primary_key=True))
+            def downgrade():
+                op.drop_table("items")
+            """
+        )
+    )
+    config = Config()
+    config.set_main_option("script_location", str(host))
+    config.set_main_option("sqlalchemy.url", url)
+    command.upgrade(config, "head")
+    migrate.upgrade(url)
+    command.upgrade(config, "head")  # the host's history still runs (a no-op) after simstore's
+    engine = sa.create_engine(url)
+    with engine.connect() as connection:
+        assert connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar() == (
+            "h1_items"
+        )
+        assert migrate.current(connection) == migrate.head()
+        tables = set(sa.inspect(connection).get_table_names())
+    engine.dispose()
+    assert {"items", "alembic_version", "simstore_alembic_version"} <= tables
+    store = SimStore(url)
+    assert store.add("host and simstore side by side", key="a").inserted
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "mysql"])
+def test_a_server_behind_the_schema_is_refused_with_the_command(kind: str) -> None:
+    url = new_server_database(kind)
+    with pytest.raises(SchemaOutOfDate, match="simstore db upgrade") as failure:
+        SimStore(url)
+    assert "has no simstore schema yet" in str(failure.value)
+    store = SimStore(url, auto_upgrade=True)
+    assert store.add("now it is upgraded", key="a").inserted
+    assert migrate.check(url) == migrate.head()
+
+
+@pytest.mark.slow  # builds a wheel and installs it into a fresh venv
+def test_the_built_wheel_ships_the_migrations_and_works_in_a_fresh_venv(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    wheel = next(dist.glob("simstore-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "simstore/migrations/env.py" in names
+    assert "simstore/migrations/versions/0001_initial.py" in names
+    assert "simstore/py.typed" in names
+
+    environment = tmp_path / "venv"
+    venv.create(environment, with_pip=True)
+    python = environment / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True
+    )
+    script = textwrap.dedent(
+        """
+        import simstore, simstore.storage.migrate as m
+        assert "site-packages" in m.migrations_dir().as_posix(), m.migrations_dir()
+        store = simstore.SimStore("sqlite:///wheel.db")
+        assert store.add("made by the installed wheel", key="a").inserted
+        print(m.current("sqlite:///wheel.db"))
+        """
+    )
+    # the installed wheel alone: a PYTHONPATH pointing at a checkout would import that instead
+    alone = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    result = subprocess.run(
+        [str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True, env=alone
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == migrate.head()
+
+
+def test_postgresql_keeps_band_keys_in_the_row_under_a_gin_index_the_lookup_uses() -> None:
+    url = new_server_database("postgresql")
+    migrate.upgrade(url)
+    rng = random.Random(4)
+    words = [f"w{i}" for i in range(5000)]
+    texts = [" ".join(rng.choice(words) for _ in range(60)) for _ in range(1500)]
+    with SimStore(url) as store:
+        list(store.add_many([{"key": f"k{i}", "text": text} for i, text in enumerate(texts)]))
+        [item] = batch.sign([texts[7]])
+        with store.engine.connect() as conn:
+            definition = conn.execute(
+                sa.text("SELECT indexdef FROM pg_indexes WHERE indexname = :name"),
+                {"name": schema.POSTGRESQL_BAND_KEY_INDEX},
+            ).scalar_one()
+            assert "USING gin (band_keys)" in definition and "WITH (fastupdate=off)" in definition
+            stored = conn.execute(
+                sa.text("SELECT band_keys FROM simstore_fingerprints WHERE key = 'k7'")
+            ).scalar_one()
+            assert sorted(stored) == list(item.band_keys)
+            assert conn.execute(sa.text("SELECT COUNT(*) FROM simstore_minhash")).scalar() == 0
+            conn.execute(sa.text("ANALYZE simstore_fingerprints"))
+            statement = _prepared.rows_sharing_band_keys(conn.dialect, len(item.band_keys), True)
+            values = {f"k{j}": key for j, key in enumerate(item.band_keys)}
+            plan = conn.exec_driver_sql(
+                "EXPLAIN " + statement.sql, {"ns": store.ns_id, "least": 2, "cutoff": 0, **values}
+            ).scalars()
+            assert any(schema.POSTGRESQL_BAND_KEY_INDEX in line for line in plan)
+            # each shared row by its id (the lateral join), never a scan of the table
+            assert not any("Seq Scan on simstore_fingerprints " in line for line in plan)
+
+
+def test_postgresql_sessions_of_a_store_never_compile_their_lookups() -> None:
+    # The planner guesses each band-key probe at 0.5% of the table, so past a few hundred
+    # thousand rows a 1 ms lookup's estimated cost passes jit_above_cost and the server spent
+    # ~20 ms compiling it. jit_above_cost = 0 on the database makes every plan a candidate.
+    url = new_server_database("postgresql")
+    plain = sa.create_engine(url)
+    with plain.begin() as conn:
+        conn.exec_driver_sql(f"ALTER DATABASE {plain.url.database} SET jit_above_cost = 0")
+    plain.dispose()  # the setting applies to sessions that start after it
+    migrate.upgrade(url)
+    texts = [f"notice {i}: the ferry leaves the north pier at {i % 12} o'clock" for i in range(50)]
+    [item] = batch.sign([texts[3]])
+    values = {f"k{j}": key for j, key in enumerate(item.band_keys)}
+    statement = (
+        "EXPLAIN (ANALYZE) "
+        + _prepared.rows_sharing_band_keys(plain.dialect, len(item.band_keys), True).sql
+    )
+
+    def plan(conn: sa.Connection, ns_id: int) -> str:
+        lines = conn.exec_driver_sql(statement, {"ns": ns_id, "least": 1, "cutoff": 0, **values})
+        return "\n".join(lines.scalars())
+
+    with SimStore(url) as store:
+        list(store.add_many([{"key": f"k{i}", "text": text} for i, text in enumerate(texts)]))
+        with plain.connect() as conn:  # the server compiles when a session lets it
+            assert "JIT:" in plan(conn, store.ns_id)
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
+            assert "JIT:" not in plan(conn, store.ns_id)
+        # queries go through a second engine of the store's own (autocommit reads)
+        assert store._connections.read(lambda conn: conn.exec_driver_sql("SHOW jit").scalar()) == (
+            "off"
+        )
+        assert store.query(texts[3])
+    plain.dispose()

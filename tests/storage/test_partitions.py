@@ -1,0 +1,313 @@
+"""PostgreSQL native partitioning by time: conversion in place, purge by DROP, keys stay unique."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import random
+import threading
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
+from simstore.policy.policies import SimHashOnly
+from simstore.storage import migrate, partitions
+from simstore.storage.db import create_engine_for
+from simstore.store import SimStore
+from simstore.text import minhash
+from tests._workers import stored_band_keys
+from tests.cli.test_commands import Cli
+from tests.conftest import new_server_database
+
+DAY0 = datetime(2026, 3, 1, 10, 0, 0)
+
+
+def _partitioned_url() -> str:
+    url = new_server_database("postgresql")
+    migrate.upgrade(url)
+    return url
+
+
+def _names(url: str, table: str = "simstore_fingerprints") -> list[str]:
+    engine = create_engine_for(url)
+    try:
+        with engine.connect() as conn:
+            return partitions.partition_names(conn, table)
+    finally:
+        engine.dispose()
+
+
+def _enable(url: str, now: datetime, interval: str = "1d", keep: str = "2d") -> None:
+    engine = create_engine_for(url)
+    try:
+        with engine.begin() as conn:
+            partitions.enable(conn, interval=interval, keep=keep, now=now)
+    finally:
+        engine.dispose()
+
+
+def test_rows_before_and_after_conversion_match_and_purge_drops_partitions() -> None:
+    url = _partitioned_url()
+    rng = random.Random(1)
+    before = {f"old{i}": rng.getrandbits(64) for i in range(50)}
+    with SimStore(url, keep="2d", policy=SimHashOnly()) as store:
+        for key, value in before.items():
+            store.add(fingerprint=value, key=key, at=DAY0)
+    _enable(url, now=DAY0 + timedelta(hours=1))
+    names = _names(url)
+    assert "simstore_fingerprints_p_legacy" in names and "simstore_fingerprints_p_default" in names
+    # day 0 stays in the legacy partition (the old table); days 1..3 are made ahead
+    assert len([n for n in names if n[-1].isdigit()]) == 3
+
+    after = {f"new{i}": rng.getrandbits(64) for i in range(50)}
+    with SimStore(url, keep="2d", policy=SimHashOnly()) as store:
+        for key, value in after.items():
+            assert store.add(fingerprint=value, key=key, at=DAY0 + timedelta(days=1)).inserted
+        # rows on both sides of the conversion are found, by a near value, from either side
+        for key, value in {**before, **after}.items():
+            found = store.query(fingerprint=value ^ 0b101, now=DAY0 + timedelta(days=1))
+            assert [m.key for m in found] == [key]
+            assert store.add(fingerprint=value ^ 1, key=f"dup-{key}", at=DAY0 + timedelta(days=1))
+        assert store.stats().kept == 100
+        # now - keep = March 2, 02:00: the legacy partition (up to March 2, 00:00) goes whole,
+        # the rows of March 2, 10:00 stay
+        purged = store.purge(now=datetime(2026, 3, 4, 2, 0))
+        assert purged >= 50  # the 50 old kept rows (their own decisions' records), at least
+        assert "simstore_fingerprints_p_legacy" not in _names(url)
+        assert store.get("old0") is None and store.get("new0") is not None
+        # the id sequence outlived the dropped partition that used to own it
+        assert store.add(fingerprint=rng.getrandbits(64), key="later", at=DAY0 + timedelta(days=3))
+
+
+def _band_key_rows(url: str) -> int:
+    engine = create_engine_for(url)
+    try:
+        with engine.connect() as conn:
+            return len(stored_band_keys(conn))
+    finally:
+        engine.dispose()
+
+
+def test_texts_in_dropped_partitions_take_their_band_keys_along() -> None:
+    """PostgreSQL keeps a row's band keys in the row: a dropped partition takes them along."""
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    texts = [
+        "The river ferry timetable changes for the spring season, with boats every half hour.",
+        "Volunteers planted two hundred oak saplings along the northern bank on Saturday.",
+        "The old stone bridge closes for repairs from Monday; buses will take its traffic.",
+    ]
+    with SimStore(url, keep="2d") as store:
+        partitions_before = set(_names(url))
+        for day, text in enumerate(texts):
+            assert store.add(text, key=f"day{day}", at=DAY0 + timedelta(days=day)).inserted
+        assert _band_key_rows(url) == 3 * minhash.BANDS  # a key a band
+        store.purge(now=DAY0 + timedelta(days=3))  # day 0 (its whole partition) is past the window
+        assert store.get("day0") is None and store.get("day1") is not None
+        assert partitions_before - set(_names(url))  # day 0 left by DROP, not by deletes
+        assert _band_key_rows(url) == 2 * minhash.BANDS
+        repost = "RT @citynews: " + texts[2]
+        decision = store.add(repost, key="repost", at=DAY0 + timedelta(days=3))
+        assert decision.duplicate_of is not None and decision.duplicate_of.key == "day2"
+
+
+def test_a_key_stays_unique_across_partitions() -> None:
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    with SimStore(url, keep="2d", policy=SimHashOnly()) as store:
+        value = random.Random(2).getrandbits(64)
+        store.add(fingerprint=value, key="k", at=DAY0)
+        # the same key a day later lands in another partition: still the first decision
+        again = store.add(fingerprint=value, key="k", at=DAY0 + timedelta(days=1))
+        assert again.inserted and store.stats().decisions == 1
+        with pytest.raises(KeyConflict):
+            store.add(fingerprint=value ^ (1 << 40), key="k", at=DAY0 + timedelta(days=1))
+
+
+def _add_same_key(url: str, value: int, at: datetime, barrier: object) -> None:
+    with SimStore(url, keep="2d", policy=SimHashOnly()) as store:
+        barrier.wait()  # type: ignore[attr-defined]
+        with contextlib.suppress(KeyConflict):  # the loser of the race, told so
+            store.add(fingerprint=value, key="raced", at=at)
+
+
+@pytest.mark.slow
+def test_racing_adds_of_one_key_into_two_partitions_keep_one_row() -> None:
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    context = multiprocessing.get_context("spawn")
+    for attempt in range(3):
+        barrier = context.Barrier(2)
+        workers = [
+            context.Process(
+                target=_add_same_key,
+                args=(url, value, DAY0 + timedelta(days=day), barrier),
+            )
+            # far apart in every band: no band lock in common, only the key lock serialises them
+            for day, value in ((0, 0x1111_2222_3333_4444 + attempt), (1, 0x9999_AAAA_BBBB_CCCC))
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        engine = create_engine_for(url)
+        with engine.connect() as conn:
+            count = conn.execute(  # its decisions: kept rows (their own records) and logged ones
+                sa.text(
+                    "SELECT (SELECT count(*) FROM simstore_decisions WHERE key = 'raced') + "
+                    "(SELECT count(*) FROM simstore_fingerprints WHERE key = 'raced')"
+                )
+            ).scalar_one()
+            conn.execute(sa.text("DELETE FROM simstore_decisions WHERE key = 'raced'"))
+            conn.execute(sa.text("DELETE FROM simstore_fingerprints WHERE key = 'raced'"))
+            conn.commit()
+        engine.dispose()
+        assert count == 1, attempt
+
+
+def test_interval_cannot_change_and_keep_can() -> None:
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    with pytest.raises(InvalidInput, match="interval cannot change"):
+        _enable(url, now=DAY0, interval="12h")
+    _enable(url, now=DAY0 + timedelta(days=5), keep="7d")
+    engine = create_engine_for(url)
+    with engine.connect() as conn:
+        layout = partitions.read(conn)
+    engine.dispose()
+    assert layout is not None and layout.keep == timedelta(days=7)
+    # the partitions up to 3 days ahead of day 5 were made by the second run
+    day8 = int((datetime(2026, 3, 9) - datetime(1970, 1, 1)).total_seconds())
+    assert f"simstore_fingerprints_p{day8}" in _names(url)
+
+
+def test_cli_partitions_postgresql_and_refuses_other_databases(tmp_path: Path) -> None:
+    url = _partitioned_url()
+    cli = Cli(tmp_path, url)
+    done = cli("--json", "db", "partition")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["interval_seconds"] == 86400 and report["keep_seconds"] == 172800
+    assert "simstore_fingerprints_p_legacy" in report["partitions"]
+    sqlite_url = f"sqlite:///{tmp_path}/x.db"
+    SimStore(sqlite_url).close()
+    refused = cli("db", "partition", db=sqlite_url)
+    assert refused.returncode == 4 and "PostgreSQL" in refused.stderr  # 4: invalid input
+
+
+def test_enable_takes_a_url_checks_the_schema_and_commits() -> None:
+    fresh = new_server_database("postgresql")
+    with pytest.raises(SchemaOutOfDate, match="simstore db upgrade"):
+        partitions.enable(fresh, interval="1d", keep="2d", now=DAY0)
+    migrate.upgrade(fresh)
+    layout = partitions.enable(fresh, interval="1d", keep="3d", now=DAY0)
+    assert layout.keep == timedelta(days=3) and layout.interval == timedelta(days=1)
+    # committed: another connection sees the partitions (by URL too)
+    names = partitions.partition_names(fresh, "simstore_fingerprints")
+    assert names == _names(fresh) and "simstore_fingerprints_p_legacy" in names
+    engine = create_engine_for(fresh)
+    try:
+        with engine.connect() as conn:
+            assert partitions.read(conn) == layout
+    finally:
+        engine.dispose()
+
+
+def test_enable_on_sqlite_is_refused_with_the_reason(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    migrate.upgrade(url)
+    with pytest.raises(InvalidInput, match="PostgreSQL feature"):
+        partitions.enable(url, interval="1d", keep="2d")
+
+
+def test_purges_and_adds_running_together_never_deadlock() -> None:
+    # A purge drops and creates partitions (DDL: ACCESS EXCLUSIVE on each parent table, in the
+    # order fingerprints, decisions) while adds read decisions, then fingerprints, then insert:
+    # without a common first lock they deadlocked (20 of 120 adds) and racing purgers made the
+    # same partition twice ("relation already exists").
+    url = _partitioned_url()
+    _enable(url, now=DAY0, interval="1h", keep="2h")
+    clock = [DAY0]
+    errors: list[BaseException] = []
+    added: list[int] = []
+    done = threading.Event()
+
+    def add(seed: int) -> None:
+        rng = random.Random(seed)
+        with SimStore(url, keep="2h", policy=SimHashOnly()) as store:
+            n = 0
+            while not done.is_set():
+                at = clock[0] + timedelta(minutes=rng.randrange(50))
+                try:
+                    store.add(fingerprint=rng.getrandbits(64), key=f"a{seed}-{n}", at=at)
+                except BaseException as error:
+                    errors.append(error)
+                n += 1
+            added.append(n)
+
+    def purge(hours: range) -> None:
+        with SimStore(url, keep="2h", policy=SimHashOnly()) as store:
+            for hour in hours:
+                moment = DAY0 + timedelta(hours=hour)
+                clock[0] = max(clock[0], moment)
+                try:
+                    store.purge(now=moment)
+                except BaseException as error:
+                    errors.append(error)
+                time.sleep(0.05)  # adds go on between purges
+
+    adders = [threading.Thread(target=add, args=(seed,)) for seed in (1, 2)]
+    purgers = [threading.Thread(target=purge, args=(range(1, 13),)) for _ in range(2)]
+    for thread in adders + purgers:
+        thread.start()
+    for thread in purgers:
+        thread.join()
+    done.set()
+    for thread in adders:
+        thread.join()
+    assert errors == []
+    assert sum(added) > 24  # the adds ran beside the 24 purges, not after them
+
+
+def _statistics(url: str, relation: str) -> tuple[bool, int]:
+    """Whether ``relation`` has been analyzed (by hand or by autovacuum), and the rows modified
+    since."""
+    engine = create_engine_for(url)
+    try:
+        with engine.connect() as conn:
+            analyzed, modified = conn.exec_driver_sql(
+                "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL, "
+                "n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = %s",
+                (relation,),
+            ).one()
+            return bool(analyzed), int(modified)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.slow  # a bulk load big enough for the statistics to matter
+def test_bulk_loads_into_the_legacy_partition_get_statistics() -> None:
+    # Rows older than the first boundary land in <table>_p_legacy. Without statistics there
+    # (autovacuum off) PostgreSQL scanned it whole for every batch's key lookup.
+    url = _partitioned_url()
+    _enable(url, now=DAY0 + timedelta(days=3))
+    legacy = "simstore_fingerprints_p_legacy"
+    rng = random.Random(7)
+    with SimStore(url, keep="10d", policy=SimHashOnly()) as store:
+        loaded = [{"key": f"k{i}", "fingerprint": rng.getrandbits(64)} for i in range(2_500)]
+        assert all(d.inserted for d in store.add_many(loaded, at=DAY0))
+        # the counters reach pg_stat_user_tables within about a second of the commit
+        for _ in range(100):
+            analyzed, modified = _statistics(url, legacy)
+            if analyzed or modified >= 2_500:
+                break
+            time.sleep(0.1)
+        # a batch this big refreshes statistics that lag by more than 20% of a table
+        more = [{"key": f"m{i}", "fingerprint": rng.getrandbits(64)} for i in range(1_000)]
+        assert all(d.inserted for d in store.add_many(more, at=DAY0))
+    assert _statistics(url, legacy)[0]

@@ -1,0 +1,61 @@
+"""``SimStore.query_many``: one list of matches per query, each what ``query`` answers for it."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from simstore.errors import InvalidInput, InvalidType
+from simstore.policy.policies import SimHashOnly
+from simstore.store import SimStore
+
+CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus.jsonl"
+
+
+def corpus(count: int) -> list[tuple[str, str]]:
+    lines = CORPUS.read_text(encoding="utf-8").splitlines()[:count]
+    return [(str(record["id"]), record["text"]) for record in map(json.loads, lines)]
+
+
+def test_query_many_answers_what_query_answers_for_each(
+    make_store: Callable[..., SimStore], dialect: str
+) -> None:
+    store = make_store()
+    records = corpus(400)
+    kept = list(store.add_many(records[:300], batch_size=100))
+    rng = random.Random(17)
+    queries: list[str | int] = [text for _key, text in records[250:400]]  # stored and new
+    queries += [text[: len(text) // 2] + " edited" for _key, text in records[:50]]
+    queries += [decision.fingerprint ^ (1 << rng.randrange(64)) for decision in kept[:30]]
+    queries += ["nothing like any stored text at all, 12345", rng.getrandbits(64)]
+    answered = store.query_many(queries, batch_size=64)
+    assert answered == [store.query(q) if isinstance(q, str) else store.query(fingerprint=q)
+                        for q in queries]  # fmt: skip
+    assert sum(bool(matches) for matches in answered) > 50  # the stored texts at least
+    assert store.query_many(queries[:20], limit=1) == [m[:1] for m in answered[:20]]
+    assert store.stats().decisions == 300  # nothing written
+
+    radius = make_store(namespace=f"{store.namespace}-r", policy=SimHashOnly())
+    list(radius.add_many(records[:100]))
+    wide = [text for _key, text in records[:100]]
+    assert radius.query_many(wide, max_distance=8) == [
+        radius.query(text, max_distance=8) for text in wide
+    ]
+
+
+def test_query_many_refuses_what_is_not_a_text_or_a_fingerprint(
+    make_store: Callable[..., SimStore],
+) -> None:
+    store = make_store()
+    assert store.query_many([]) == []
+    for bad in ("one text", [b"bytes"], [1.5], [True], [None]):
+        with pytest.raises(InvalidType):
+            store.query_many(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        store.query_many(["a text"], batch_size=0)
+    with pytest.raises(InvalidInput):
+        store.query_many(["a text"], max_distance=5)  # a radius with a text, under minhash

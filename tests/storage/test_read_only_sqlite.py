@@ -1,0 +1,70 @@
+"""A SQLite database the user cannot write (a read-only file, or a WAL file in a folder it cannot
+write) is read: ``stats``, ``query`` and ``export`` work, opened with SQLite's ``mode=ro`` (and
+``immutable=1`` where no -shm file can be made); an add says the database is read-only (exit 3).
+Before, every command failed with "attempt to write a readonly database". Run as the user
+nobody, whom file permissions stop (root would write anyway)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from simstore.store import SimStore
+from tests.storage.test_faults import _as_another_user
+
+TEXT = "The harbour ferry timetable changes on Monday: boats leave every twenty minutes."
+
+
+@pytest.mark.parametrize("locked", ["file", "file-and-folder"])
+def test_a_database_this_user_cannot_write_is_read(locked: str) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="simstore-ro-"))  # outside tmp_path: nobody reaches it
+    code = Path(tempfile.mkdtemp(prefix="simstore-code-"))
+    code.chmod(0o755)
+    feed = folder / "more.jsonl"
+    path = folder / "ro.db"
+    url = f"sqlite:///{path}"
+    try:
+        with SimStore(url) as store:
+            store.add(TEXT, key="a")
+        feed.write_text(json.dumps({"id": "b", "text": "a new text about mountains"}) + "\n")
+        for each in (feed, *folder.glob("ro.db*")):
+            each.chmod(0o444)
+        folder.chmod(0o555 if locked == "file-and-folder" else 0o777)
+        before = path.read_bytes()
+        prefix = _as_another_user(code)  # root drops to nobody; another user is stopped as is
+
+        def simstore(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [*prefix, sys.executable, "-m", "simstore.cli", "--db", url, *args],
+                cwd=code,
+                env={**os.environ, "PYTHONPATH": str(code)},
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+
+        stats = simstore("--json", "stats")
+        assert stats.returncode == 0, stats.stderr
+        assert json.loads(stats.stdout)["kept"] == 1
+        query = simstore("--json", "query", TEXT)
+        assert query.returncode == 0, query.stderr
+        assert [match["key"] for match in json.loads(query.stdout)["matches"]] == ["a"]
+        exported = simstore("export")
+        assert exported.returncode == 0, exported.stderr
+        assert json.loads(exported.stdout.splitlines()[0])["key"] == "a"
+        added = simstore("ingest", str(feed))
+        assert added.returncode == 3, added.stderr
+        assert "the database is read-only" in added.stderr
+        assert "Traceback" not in added.stderr
+        assert path.read_bytes() == before
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
+        shutil.rmtree(code)
