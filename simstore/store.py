@@ -14,7 +14,6 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
 from sqlalchemy import exc
 from sqlalchemy.engine import Connection, Engine
 
@@ -34,7 +33,7 @@ from simstore.policy.batch import plan_items
 from simstore.policy.policies import Item, Policy, SimHashOnly, check_policy
 from simstore.policy.probes import band_values
 from simstore.results import Decision, Judged, Match, Purged, Search, Stats
-from simstore.storage import maintenance
+from simstore.storage import maintenance, reads
 from simstore.storage._connections import Connections
 from simstore.storage._finder import LOOKUPS, Finder, Rule
 from simstore.storage._group import GroupCommit
@@ -43,9 +42,7 @@ from simstore.storage.db import check_relaxed_commit
 from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
 from simstore.storage.namespaces import open_namespace, prepare_schema, warn_about_partitions
 from simstore.storage.retention import parse_duration, partition_of, utc_naive
-from simstore.storage.schema import decisions, fingerprints, kept_text_of
 from simstore.storage.scope import Scope
-from simstore.text import minhash
 from simstore.text.encoding import from_signed
 from simstore.text.fingerprint import ensure_available
 from simstore.text.presets import Preset
@@ -66,17 +63,6 @@ log = logging.getLogger("simstore")
 
 ANALYZE_BATCH_ROWS = 1_000  # add_many batches at least this big may refresh PostgreSQL statistics
 __all__ = ["BatchFailed", "Decision", "Match", "Search", "SimStore", "Stats"]
-
-
-def _kept_item(key: str, row: Any, max_distance: int) -> Item:
-    """The planned item a kept row stands for: its fingerprint, kept text and signature."""
-    text = kept_text_of(row.text, row.packed_text)
-    item = Item(key, from_signed(int(row.fp)), None, max_distance, text=text, planned=True)
-    if row.signature is not None:
-        item.signature = bytes(row.signature)
-        keys = minhash.band_keys(minhash.from_bytes(item.signature)[None, :]).tolist()[0]
-        item.band_keys = tuple(sorted(set(keys)))
-    return item
 
 
 class SimStore:
@@ -448,15 +434,7 @@ class SimStore:
 
     def kept_text(self, key: str) -> str | None:
         """The normalised text kept for ``key`` (kept short texts only; None otherwise)."""
-        checked = check_key(key)
-        with self._connections.reading() as conn:
-            row = conn.execute(
-                sa.select(fingerprints.c.text, fingerprints.c.packed_text).where(
-                    fingerprints.c.key == checked, fingerprints.c.ns_id == self.ns_id
-                )
-            ).first()
-            self._require_namespace(conn)
-            return None if row is None else kept_text_of(row.text, row.packed_text)
+        return reads.kept_text(self.scope, check_key(key))
 
     def get(self, key: str) -> Decision | None:
         """The decision recorded for ``key`` (None if it was never added or has been purged)."""
@@ -481,21 +459,10 @@ class SimStore:
         checked = check_key(key)
         check_int("limit", limit, lowest=1)
         with self._connections.reading() as conn:
-            row = conn.execute(
-                sa.select(
-                    fingerprints.c.id,
-                    fingerprints.c.fp,
-                    fingerprints.c.text,
-                    fingerprints.c.packed_text,
-                    fingerprints.c.signature,
-                    fingerprints.c.added_at,
-                ).where(fingerprints.c.ns_id == self.ns_id, fingerprints.c.key == checked)
-            ).first()
-            self._require_namespace(conn)
+            row = reads.kept_row(conn, self.scope, checked)
             if row is None:
                 raise InvalidInput(f"{checked!r} is not a kept key of namespace {self.namespace!r}")
-            item = _kept_item(checked, row, self.max_distance)
-            judged = self._finder.judged(conn, item, row.added_at, self._rule(), int(row.id))
+            judged = self._finder.judged(conn, row.item, row.added_at, self._rule(), row.id)
         judged.sort(key=lambda j: (j.matched, j.margin, j.key))
         return judged[:limit]
 
@@ -539,32 +506,7 @@ class SimStore:
 
     def stats(self) -> Stats:
         """Counts and time span of the namespace."""
-        with self._connections.reading() as conn:
-            kept, oldest, newest, parts = conn.execute(
-                sa.select(
-                    sa.func.count(),
-                    sa.func.min(fingerprints.c.added_at),
-                    sa.func.max(fingerprints.c.added_at),
-                    sa.func.count(sa.distinct(fingerprints.c.part)),
-                ).where(fingerprints.c.ns_id == self.ns_id)
-            ).one()
-            logged, duplicates = conn.execute(
-                sa.select(
-                    sa.func.count(),
-                    sa.func.coalesce(sa.func.sum(sa.case((decisions.c.inserted, 0), else_=1)), 0),
-                ).where(decisions.c.ns_id == self.ns_id)
-            ).one()
-            self._require_namespace(conn)
-        return Stats(
-            self.namespace,
-            self.preset.label,
-            int(kept),
-            int(kept) + int(logged),  # a kept row is its own decision's record
-            int(duplicates),
-            oldest,
-            newest,
-            int(parts),
-        )
+        return reads.stats(self.scope)
 
     def report(
         self,

@@ -1,0 +1,105 @@
+"""What the facade reads of one namespace outside a decision: a kept text, a kept row as the
+item it stands for (``SimStore.near_misses``, the report's refused pairs) and the counts of
+``SimStore.stats``.
+
+Each function takes the namespace's ``Scope`` (or a connection and the scope, where the caller
+reads more in the same connection) and checks that the namespace still exists, as a read of the
+facade does.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from simstore.policy.policies import Item, Kept
+from simstore.results import Stats
+from simstore.storage.locking import require_namespace
+from simstore.storage.schema import decisions, fingerprints, kept_text_of
+from simstore.storage.scope import Scope
+from simstore.text import minhash
+from simstore.text.encoding import from_signed
+
+
+class KeptRow(NamedTuple):
+    """A kept row as the planned item it stands for, with its row id and time."""
+
+    id: int  # rows are numbered in the order they were written
+    item: Item
+    added_at: datetime
+
+    def as_kept(self) -> Kept:
+        """The row as a candidate of a later text (``Policy.judge``'s ``kept``)."""
+        return Kept(
+            self.item.key, self.item.fingerprint, self.added_at, self.item.text, self.item.signature
+        )
+
+
+def kept_text(scope: Scope, key: str) -> str | None:
+    """The normalised text kept for ``key`` (kept short texts only; None otherwise)."""
+    with scope.connections.reading() as conn:
+        row = conn.execute(
+            sa.select(fingerprints.c.text, fingerprints.c.packed_text).where(
+                fingerprints.c.key == key, fingerprints.c.ns_id == scope.ns_id
+            )
+        ).first()
+        require_namespace(conn, scope.ns_id, scope.namespace)
+    return None if row is None else kept_text_of(row.text, row.packed_text)
+
+
+def kept_row(conn: Connection, scope: Scope, key: str) -> KeptRow | None:
+    """Kept ``key`` as the planned item it stands for (its fingerprint, kept text, signature and
+    band keys; radius the store's), None when it is not a kept key. The namespace is checked."""
+    row = conn.execute(
+        sa.select(
+            fingerprints.c.id,
+            fingerprints.c.fp,
+            fingerprints.c.text,
+            fingerprints.c.packed_text,
+            fingerprints.c.signature,
+            fingerprints.c.added_at,
+        ).where(fingerprints.c.ns_id == scope.ns_id, fingerprints.c.key == key)
+    ).first()
+    require_namespace(conn, scope.ns_id, scope.namespace)
+    if row is None:
+        return None
+    text = kept_text_of(row.text, row.packed_text)
+    item = Item(key, from_signed(int(row.fp)), None, scope.max_distance, text=text, planned=True)
+    if row.signature is not None:
+        item.signature = bytes(row.signature)
+        keys = minhash.band_keys(minhash.from_bytes(item.signature)[None, :]).tolist()[0]
+        item.band_keys = tuple(sorted(set(keys)))
+    return KeptRow(int(row.id), item, row.added_at)
+
+
+def stats(scope: Scope) -> Stats:
+    """Counts and time span of the namespace."""
+    with scope.connections.reading() as conn:
+        kept, oldest, newest, parts = conn.execute(
+            sa.select(
+                sa.func.count(),
+                sa.func.min(fingerprints.c.added_at),
+                sa.func.max(fingerprints.c.added_at),
+                sa.func.count(sa.distinct(fingerprints.c.part)),
+            ).where(fingerprints.c.ns_id == scope.ns_id)
+        ).one()
+        logged, duplicates = conn.execute(
+            sa.select(
+                sa.func.count(),
+                sa.func.coalesce(sa.func.sum(sa.case((decisions.c.inserted, 0), else_=1)), 0),
+            ).where(decisions.c.ns_id == scope.ns_id)
+        ).one()
+        require_namespace(conn, scope.ns_id, scope.namespace)
+    return Stats(
+        scope.namespace,
+        scope.preset.label,
+        int(kept),
+        int(kept) + int(logged),  # a kept row is its own decision's record
+        int(duplicates),
+        oldest,
+        newest,
+        int(parts),
+    )
