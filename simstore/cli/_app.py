@@ -407,11 +407,14 @@ def _in_memory(url: str) -> bool:
 
     try:
         parsed = make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return False  # SimStore says what is wrong with it
     database = parsed.database or ""
     return parsed.get_backend_name() == "sqlite" and (
-        database in ("", ":memory:") or "mode=memory" in database or database.startswith(":memory")
+        database in ("", ":memory:")
+        or "mode=memory" in database
+        or database.startswith(":memory")
+        or parsed.query.get("mode") == "memory"
     )
 
 

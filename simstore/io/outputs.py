@@ -40,7 +40,7 @@ def database_files(url: str | URL | None) -> list[str]:
         return []
     try:
         parsed = make_url(url) if isinstance(url, str) else url
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return []
     if parsed.get_backend_name() != "sqlite":
         return []

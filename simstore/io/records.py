@@ -39,6 +39,7 @@ import click
 
 from simstore.errors import InvalidInput, missing_extra
 from simstore.io.ingest import Rejected
+from simstore.validate import MAX_TEXT_LENGTH
 
 FORMATS = ("jsonl", "csv", "lines", "parquet")
 _FORMAT_OF_SUFFIX = {
@@ -51,6 +52,7 @@ _FORMAT_OF_SUFFIX = {
 PARQUET_BATCH_ROWS = 1000  # rows read from a Parquet file at a time (bounded memory)
 STDIN_NAME = "<stdin>"
 KEY_FROM = ("text", "line")
+BINARY_PROBE = 8192  # bytes read to tell a binary file
 MAX_DEPTH = 200  # JSON lines nested deeper are bad records: far inside what json reads and writes
 
 
@@ -86,6 +88,7 @@ class InputOptions:
     max_distance: int | None
     key_from: str = "text"  # for records without a key field: "text" (text_key) or "line"
     workers: int = 0  # processes that fingerprint and sign the next batches (SimStore.add_many)
+    max_text_length: int | None = None  # the store's text limit (None: MAX_TEXT_LENGTH)
 
 
 def gzipped(path: str) -> bool:
@@ -189,10 +192,16 @@ def _read_jsonl(
         try:
             data = json.loads(line)
         except json.JSONDecodeError as error:
-            yield _bad(source, number, f"invalid JSON: {error.msg} at column {error.colno}")
+            # "Unterminated string starting at" names its column itself
+            what = error.msg.removesuffix(" at")
+            yield _bad(source, number, f"invalid JSON: {what} at column {error.colno}")
             continue
         except RecursionError:
             yield _bad(source, number, f"invalid JSON: nested deeper than {MAX_DEPTH} levels")
+            continue
+        except ValueError:  # an integer longer than Python converts (int_max_str_digits)
+            limit = sys.get_int_max_str_digits()
+            yield _bad(source, number, f"invalid JSON: a number of more than {limit:,} digits")
             continue
         if not isinstance(data, dict):
             yield _bad(source, number, f"a JSON {type(data).__name__}, not an object")
@@ -261,6 +270,11 @@ def _read_csv(
                 line = ""
             yield line + "\n"
 
+    # a CSV field may be as long as a text may (the csv module's own limit is 131,072); one
+    # character more, so that the store's text limit, not the CSV reader, refuses a long text
+    limit = (options.max_text_length or MAX_TEXT_LENGTH) + 1
+    if csv.field_size_limit() < limit:
+        csv.field_size_limit(limit)
     reader = csv.reader(decoded())
     header: list[str] | None = None
     while True:
@@ -339,6 +353,28 @@ def read_records(
         raise InvalidInput(
             f"key_from must be one of {', '.join(KEY_FROM)}, got {options.key_from!r}"
         )
+    paths = list(paths)
+    for path in paths:  # before the first record: a binary file is refused with nothing kept
+        if format_of(path, options.format) in ("lines", "csv"):
+            _refuse_binary(path)
     for path in paths:
         source = STDIN_NAME if path == "-" else path
         yield from _READERS[format_of(path, options.format)](path, source, options, meter)
+
+
+def _refuse_binary(path: str) -> None:
+    """InvalidInput when the file starts with a NUL byte in its first ``BINARY_PROBE`` bytes (as
+    git and grep tell binary files): lines of an image or an archive would be kept as texts."""
+    if path == "-":
+        return  # stdin is read once: its lines are checked one by one (NUL is refused by add)
+    try:
+        with gzip.open(path, "rb") if gzipped(path) else open(path, "rb") as file:
+            head = file.read(BINARY_PROBE)
+    except (OSError, EOFError, zlib.error):
+        return  # told line by line, with its line number
+    at = head.find(b"\x00")
+    if at >= 0:
+        raise InvalidInput(
+            f"{path}: a binary file (a NUL byte at byte {at}), not UTF-8 text: nothing of it "
+            "was read"
+        )

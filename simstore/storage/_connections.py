@@ -24,8 +24,9 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy import exc
 from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.pool import StaticPool
 
-from simstore.errors import DatabaseUnavailable, SimstoreError
+from simstore.errors import DatabaseUnavailable, InvalidInput, SimstoreError
 from simstore.storage import _prepared as prepared
 from simstore.storage._checkpoint import Checkpointer
 from simstore.storage.db import configure_sessions, redact, resolve_bind, translate_errors
@@ -46,6 +47,34 @@ def _sqlite_file(engine: Engine) -> str | None:
     return database
 
 
+def _sqlite_memory(engine: Engine) -> bool:
+    """Whether ``engine`` is an in-memory SQLite database (``sqlite://``, ``:memory:``, a URI
+    with ``mode=memory``)."""
+    database = engine.url.database or ""
+    return engine.dialect.name == "sqlite" and (
+        database in ("", ":memory:")
+        or "mode=memory" in database
+        or ":memory:" in database
+        or engine.url.query.get("mode") == "memory"
+    )
+
+
+def _refuse_memory_per_thread(engine: Engine) -> None:
+    """InvalidInput for a caller's in-memory SQLite engine whose pool gives each thread a
+    connection, hence a database, of its own (``create_engine("sqlite://")``'s default): the
+    schema made on one thread is missing on the others ("no such table"), and texts added on one
+    are never seen on another."""
+    if not _sqlite_memory(engine) or isinstance(engine.pool, StaticPool):
+        return
+    raise InvalidInput(
+        f"{redact(engine.url)}: an in-memory SQLite engine with {type(engine.pool).__name__} "
+        "gives every thread an empty database of its own; pass the URL instead "
+        "(SimStore('sqlite://')), or make the engine with one shared connection: "
+        "create_engine('sqlite://', poolclass=StaticPool, "
+        "connect_args={'check_same_thread': False})"
+    )
+
+
 _turns: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
 _turns_guard = threading.Lock()
 
@@ -58,9 +87,7 @@ def _turn_of(engine: Engine) -> threading.RLock | None:
     interleaved on it would commit each other's halves (adds reported kept but never stored, two
     near-duplicates both kept, a ``SystemError`` out of pysqlite's commit).
     """
-    database = engine.url.database or ""
-    memory = database in ("", ":memory:") or "mode=memory" in database or ":memory:" in database
-    if engine.dialect.name != "sqlite" or not memory:
+    if not _sqlite_memory(engine):
         return None
     with _turns_guard:
         turn = _turns.get(engine)
@@ -94,6 +121,8 @@ class Connections:
         )
         self.dialect = self.engine.dialect.name
         self.url = redact(self.engine.url)
+        if self._connection is None and not self.owns_engine:
+            _refuse_memory_per_thread(self.engine)
         turn = _turn_of(self.engine) if self._connection is None else None
         self._turn: contextlib.AbstractContextManager[Any] = turn or contextlib.nullcontext()
         # in memory: one kept connection for all threads (taken in turn), else one per thread

@@ -55,7 +55,7 @@ def _secrets(url: str | URL) -> list[str]:
                 found.append(value)
     try:
         parsed = make_url(url) if isinstance(url, str) else url
-    except exc.ArgumentError:
+    except (exc.ArgumentError, ValueError):  # ValueError: a port that is not a number
         return sorted({secret for secret in found if secret}, key=len, reverse=True)
     if parsed.password:
         found.append(str(parsed.password))
@@ -78,7 +78,7 @@ def redact(url: str | URL) -> str:
         return redact(f"{scheme}://{userinfo.partition(':')[0]}:***@{tail}?{query}".rstrip("?"))
     try:
         parsed = make_url(url) if isinstance(url, str) else url
-    except exc.ArgumentError:
+    except (exc.ArgumentError, ValueError):
         return _UNPARSEABLE
     hidden = {name: "***" for name in parsed.query if _SECRET_PARAMETER.search(name)}
     if hidden:
@@ -173,7 +173,7 @@ def check_relaxed_commit(bind: object) -> None:
         )
     try:
         backend = (make_url(bind) if isinstance(bind, str) else bind).get_backend_name()
-    except exc.ArgumentError:
+    except (exc.ArgumentError, ValueError):
         return  # create_engine_for says what is wrong with the URL
     if backend != "postgresql":
         why = _RELAXED_ELSEWHERE.get("mysql" if backend == "mariadb" else backend, "")
@@ -183,15 +183,25 @@ def check_relaxed_commit(bind: object) -> None:
         )
 
 
-def create_engine_for(url: str | URL) -> Engine:
-    """An Engine configured the way simstore needs for each dialect."""
+def parse_url(url: str | URL) -> URL:
+    """``url`` parsed, or InvalidInput that says how a database URL is written."""
     try:
-        parsed = make_url(url) if isinstance(url, str) else url
+        return make_url(url) if isinstance(url, str) else url
     except exc.ArgumentError as error:
         raise InvalidInput(
             f"not a database URL: {redact(url)} (write e.g. sqlite:///simstore.db, "
             "postgresql+psycopg://user@host/db or mysql+pymysql://user@host/db)"
         ) from error
+    except ValueError as error:  # SQLAlchemy reads the port with int()
+        raise InvalidInput(
+            f"not a database URL: {redact(url)}: its port is not a number ({error}); an IPv6 "
+            "host goes in brackets before the port: postgresql+psycopg://user@[::1]:5432/db"
+        ) from error
+
+
+def create_engine_for(url: str | URL) -> Engine:
+    """An Engine configured the way simstore needs for each dialect."""
+    parsed = parse_url(url)
     if isinstance(url, str) and _with_stray_at(url) is not None:
         raise InvalidInput(
             f"{redact(url)} holds more than one '@': write an '@' inside the user name, password "
@@ -201,7 +211,11 @@ def create_engine_for(url: str | URL) -> Engine:
     kwargs: dict[str, Any] = {}
     if backend == "sqlite":
         database = parsed.database or ""
-        memory = database in ("", ":memory:") or database.startswith("file::memory:")
+        memory = (
+            database in ("", ":memory:")
+            or database.startswith("file::memory:")
+            or (parsed.query.get("mode") == "memory" and bool(parsed.query.get("uri")))
+        )
         busy_timeout = _busy_timeout(parsed)
         kwargs["connect_args"] = {"timeout": busy_timeout, "check_same_thread": False}
         if memory:
@@ -221,6 +235,8 @@ def create_engine_for(url: str | URL) -> Engine:
             parsed = parsed.update_query_dict({"charset": "utf8mb4"})
     try:
         engine = sa.create_engine(parsed, **kwargs)
+    except (TypeError, ValueError) as error:  # the dialect reads the URL's query arguments
+        raise InvalidInput(_bad_arguments(parsed, error)) from error
     except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as error:
         if parsed.drivername.split("+")[0] == "postgres":
             raise InvalidInput(
@@ -230,7 +246,32 @@ def create_engine_for(url: str | URL) -> Engine:
         hint = _driver_hint(error)
         kind = MissingExtra if hint else DatabaseUnavailable
         raise kind(f"cannot use {redact(parsed)}: {scrub(str(error), parsed)}{hint}") from error
+    event.listen(engine, "do_connect", functools.partial(_connect, url=parsed))
     return configure_sessions(engine)
+
+
+def _bad_arguments(url: URL, error: BaseException) -> str:
+    """Why the driver refuses a URL's query arguments, for people."""
+    given = ", ".join(f"{name}={'***' if _SECRET_PARAMETER.search(name) else value}"
+                      for name, value in url.query.items())  # fmt: skip
+    return (
+        f"{redact(url)}: the {url.get_backend_name()} driver {url.get_driver_name()} refuses "
+        f"the URL's arguments ({given or 'none'}): {scrub(str(error), url)}; check each "
+        "?name=value against the driver's connection options"
+    )
+
+
+def _connect(
+    dialect: Any, _record: Any, cargs: list[Any], cparams: dict[str, Any], *, url: URL
+) -> Any:
+    """Connect as SQLAlchemy would, but a driver that trips over an argument of the URL (an
+    unknown name, a charset it does not know) says so as InvalidInput, not as its TypeError."""
+    try:
+        return dialect.connect(*cargs, **cparams)
+    except (TypeError, ValueError, AttributeError, LookupError) as error:
+        if isinstance(error, dialect.loaded_dbapi.Error):
+            raise  # the driver's own errors are translated by translate_errors
+        raise InvalidInput(_bad_arguments(url, error)) from error
 
 
 def read_only_sqlite(parsed: URL, database: str) -> URL | None:

@@ -186,7 +186,9 @@ def _newer_message(url: str, at: str) -> str:
 
 
 def upgrade_command(url: str) -> str:
-    return f"simstore db upgrade --db '{url}'"
+    """The command that brings the database at ``url`` to the packaged head (``--db`` is an
+    option of ``simstore`` itself, before the subcommand)."""
+    return f"simstore --db '{url}' db upgrade"
 
 
 @dataclass(frozen=True)

@@ -197,19 +197,27 @@ def _adopt_policy(recorded: str, requested: Policy | None, name: str, url: str) 
     return requested
 
 
+_warned: set[tuple[str, str, timedelta | None, timedelta]] = set()
+
+
 def warn_about_partitions(connections: Connections, namespace: str, keep: timedelta | None) -> None:
     """PostgreSQL: warn when the database drops partitions before the store's window ends."""
     if connections.dialect != "postgresql":
         return
     with connections.transaction() as conn:
         layout = partitions.read(conn)
-    if layout is not None and (keep is None or keep > layout.keep):
-        log.warning(
-            "namespace %r keeps %s, but the database's partitions are dropped after %s",
-            namespace,
-            "everything" if keep is None else format_duration(keep),
-            format_duration(layout.keep),
-        )
+    if layout is None or (keep is not None and keep <= layout.keep):
+        return
+    said = (connections.url, namespace, keep, layout.keep)
+    if said in _warned:  # once a process: a command may open its store more than once
+        return
+    _warned.add(said)
+    log.warning(
+        "namespace %r keeps %s, but the database's partitions are dropped after %s",
+        namespace,
+        "everything" if keep is None else format_duration(keep),
+        format_duration(layout.keep),
+    )
 
 
 if TYPE_CHECKING:
@@ -236,7 +244,7 @@ def missing_sqlite_file(url: str | URL) -> Path | None:
     """The file a SQLite URL names when it does not exist (opening it would create it)."""
     try:
         parsed = make_url(url) if isinstance(url, str) else url
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return None
     if parsed.get_backend_name() != "sqlite":
         return None

@@ -76,6 +76,12 @@ def read(conn: Connection) -> Partitioning | None:
     )
 
 
+def layout(bind: object) -> Partitioning | None:
+    """The partitioning of the database ``bind`` names (a URL, an Engine or a Connection)."""
+    with connection_for(bind) as conn:
+        return read(conn)
+
+
 def _seconds(moment: datetime) -> int:
     return int((moment - EPOCH).total_seconds())
 

@@ -445,7 +445,7 @@ def ingest_files(
     A record without a key field is keyed by a hash of its text (--key-from), so feeding the same
     records again through another path or stdin replays too.
     """
-    options = InputOptions(format_, **opts)
+    options = InputOptions(format_, max_text_length=settings.max_text_length, **opts)
     describe = {"files": list(files)}
     _finish(_add_records(settings, files, options, lambda _record, _decision: None, describe))
 
@@ -509,7 +509,7 @@ def dedup(
     each is written to a temporary file renamed into place once the run has decided every
     record it read, so a run that fails leaves an existing file as it was.
     """
-    options = InputOptions(format_, **opts)
+    options = InputOptions(format_, max_text_length=settings.max_text_length, **opts)
     check_paths({"--out": out, "--dups": dups}, inputs={"IN": source}, database=settings.url)
     with contextlib.ExitStack() as stack:
         unique = stack.enter_context(output_file(out))

@@ -122,7 +122,7 @@ def _look_up(settings: Settings, key: str) -> _Looked:
             if decision.duplicate_of is not None:
                 texts[decision.duplicate_of.key] = store.kept_text(decision.duplicate_of.key)
             elif not decision.inserted:
-                gone = recorded_duplicate_of(store, key)
+                gone = recorded_duplicate_of(store.scope, key)
     if decision is None:
         raise Failure(
             f"no key {key!r} in namespace {settings.namespace!r} of {redact(settings.url)}"
@@ -214,16 +214,23 @@ def purge(settings: Settings, keep: str | None, dry_run: bool) -> None:
     Partitions are as long as the namespace's partition length (1h by default), so a window
     shorter than that still deletes only whole partitions.
     """
+    from simstore.storage import partitions
     from simstore.storage.retention import format_duration, parse_duration
 
     window = keep if keep is not None else settings.keep
     if window is not None:
         parse_duration(window)  # a bad duration is invalid input, whatever the namespace
+
     with open_store(settings) as store:
         purged = store.purge_counts(keep=keep, dry_run=dry_run)
         partition = format_duration(timedelta(seconds=store.partition_seconds))
+        layout = partitions.layout(store.engine)
     data: dict[str, Any] = {"namespace": settings.namespace, "keep": window, "dry_run": dry_run}
     data["partition"] = partition
+    data["database_partitions"] = None
+    if layout is not None:  # PostgreSQL partitioned by 'db partition': whole tables dropped
+        interval, kept_for = format_duration(layout.interval), format_duration(layout.keep)
+        data["database_partitions"] = {"interval": interval, "keep": kept_for}
     if purged is None:
         data |= {"deleted": 0, "tables": None}
         note = "no retention window: nothing purged (give --keep, e.g. --keep 2d)"
@@ -242,6 +249,12 @@ def purge(settings: Settings, keep: str | None, dry_run: bool) -> None:
         f"{settings.namespace}: {verb} the rows added before {shown(purged.before)} "
         f"(window {window}, in whole partitions of {partition})"
     ]
+    if layout is not None:
+        lines.append(
+            f"and the database's partitions of {interval} that end before now - {kept_for} "
+            f"{'would be' if dry_run else 'are'} dropped whole, with the rows of every "
+            "namespace (simstore db partition)"
+        )
     if purged.keep < timedelta(seconds=store.partition_seconds):
         lines.append(
             f"note: the window {window} is shorter than a partition ({partition}): rows stay "
@@ -314,7 +327,7 @@ def export(settings: Settings, what: str, format_: str, out: str) -> None:
             "decisions": exporting.decisions,
             "kept": exporting.kept,
             "clusters": exporting.clusters,
-        }[what](store)
+        }[what](store.scope)
         count = _write(stream, rows, what, format_)
     if out != "-" and not settings.quiet:
         click.echo(f"exported {count:,} {what} to {out}", err=True)
