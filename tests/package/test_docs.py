@@ -250,6 +250,26 @@ def test_the_quick_start_shows_no_rate_of_one_machine() -> None:
         assert not re.search(r"\d records/s", path.read_text(encoding="utf-8")), path.name
 
 
+def _summary_sample(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    after = text[text.index("It prints a summary like this") :]
+    return after.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+
+
+@pytest.mark.slow  # ingests the sample corpus
+def test_the_quick_start_summary_is_what_ingest_prints(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    env = {k: v for k, v in os.environ.items() if k != "SIMSTORE_URL"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "simstore.cli", "ingest", "examples/corpus.jsonl"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.splitlines()
+    assert printed[-1].startswith("rate ")  # shown in words: it depends on the machine
+    for path in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        assert _summary_sample(path) == printed[:-1], path.name
+
+
 def test_no_page_narrates_dated_result_files() -> None:
     """Figures come with the command that reproduces them; the result files and their days are
     in benchmarks/results (INDEX.md, history.md)."""
