@@ -54,10 +54,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import edits
-import sources
-from sources import Text
+from benchmarks.quality import edits, sources
+from benchmarks.quality.sources import Text
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "benchmarks" / "data" / "quality"

@@ -52,7 +52,6 @@ import argparse
 import json
 import re
 import sqlite3
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -62,13 +61,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's simstore
-import build_dataset
-import evaluate
-from evaluate import GROUPS, Data
-
 import simstore
+from benchmarks.quality import build_dataset, evaluate
+from benchmarks.quality.evaluate import GROUPS, Data
 from simstore.policy.probes import flip_masks, plan
 from simstore.text import similarity
 from simstore.text._algorithms import default_normalise_many

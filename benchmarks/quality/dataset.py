@@ -12,9 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import build_dataset
-import hard
-from build_dataset import DEFAULT_OUT, SEED, Pair
+from benchmarks.quality import build_dataset, hard
+from benchmarks.quality.build_dataset import DEFAULT_OUT, SEED, Pair
 
 
 def build_all(out: Path, seed: int = SEED, install: bool = True) -> list[Pair]:

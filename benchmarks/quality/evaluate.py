@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -38,13 +37,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's simstore
-import build_dataset
-import dataset
-from build_dataset import Pair
-
 import simstore
+from benchmarks.quality import build_dataset, dataset
+from benchmarks.quality.build_dataset import Pair
 from simstore.policy.policies import MinHashVerification, SimHashVerification
 from simstore.text import similarity
 

@@ -49,7 +49,6 @@ import inspect
 import json
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -59,12 +58,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import build_dataset
-import dataset
-from build_dataset import Pair
-
 import simstore
+from benchmarks.quality import build_dataset, dataset
+from benchmarks.quality.build_dataset import Pair
 from simstore.policy.policies import MinHashVerification
 from simstore.store import SimStore
 

@@ -34,9 +34,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import build_dataset
-import sources
-from build_dataset import NearestIndex, Pair, Text, coverage, size_of
+from benchmarks.quality import build_dataset, sources
+from benchmarks.quality.build_dataset import NearestIndex, Pair, Text, coverage, size_of
 
 HARD_PACKAGES = ("git-man",)
 MAN_FAMILIES: dict[str, tuple[str, str]] = {  # family -> (Debian package, language)

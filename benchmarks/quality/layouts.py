@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -34,10 +33,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import build_dataset
-from evaluate_policy import load_pairs
-
+from benchmarks.quality import build_dataset
+from benchmarks.quality.evaluate_policy import load_pairs
 from simstore.policy import batch
 from simstore.policy.policies import DEFAULT_POLICY
 from simstore.text import minhash
@@ -115,8 +112,7 @@ def layout_keys(signatures: np.ndarray[Any, Any], bands: int, rows: int) -> list
 
 def corpus_work(data: Path, count: int) -> list[dict[str, Any]]:
     """Key-sharing pairs and band-key rows read a text, per layout, over ``count`` composed texts."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from bench_window_default import compose, load_pool
+    from benchmarks.common.corpus import compose, load_pool
 
     load_pool(data / "pairs.jsonl")
     items: Sequence[Any] = batch.sign([compose(i) for i in range(count)])

@@ -18,18 +18,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import build_dataset
-from build_dataset import Pair
-from evaluate_policy import Counts, decide_pairs, load_pairs, prf_dict
-
+from benchmarks.quality import build_dataset
+from benchmarks.quality.build_dataset import Pair
+from benchmarks.quality.evaluate_policy import Counts, decide_pairs, load_pairs, prf_dict
 from simstore.policy.policies import MinHashVerification
 from simstore.store import SimStore
 

@@ -14,19 +14,19 @@ candidate join made) from ``dedup(..., counts=...)``.
 
 ``--corpus edits`` (the default) edits the sample corpus's 3,686 records until ``--docs``: its
 clusters grow with the corpus (~270 texts each at 1M), so the pairs to confirm grow with its
-square. ``--corpus composed`` takes ``bench_window_default``'s texts (strung from the quality
+square. ``--corpus composed`` takes the window benchmark's texts (``common.corpus``) (strung from the quality
 dataset's clauses) with a fixed share of near-duplicates (15%: one word or character replaced,
 deleted and inserted in an earlier text) and exact copies (5%), as a feed's would be.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,7 +35,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus.jsonl"
+from .common import cli
+from .common.corpus import ROOT, compose, load_pool, near_duplicate
+from .common.results import add_output, output, save
+
+CORPUS = ROOT / "examples" / "corpus.jsonl"
 AT = datetime(2026, 1, 5, tzinfo=timezone.utc)
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -64,11 +68,9 @@ def corpus(count: int, seed: int) -> list[tuple[str, str]]:
 
 
 def composed_corpus(count: int, seed: int) -> list[tuple[str, str]]:
-    """``count`` texts of ``bench_window_default``: 80% new, 15% near-duplicates and 5% exact
+    """``count`` composed texts (``common.corpus``): 80% new, 15% near-duplicates and 5% exact
     copies of earlier ones, in input order."""
-    import bench_window_default as composer
-
-    composer.load_pool(composer.PAIRS)
+    load_pool()
     rng = random.Random(seed)
     numbers: list[int] = []  # the composed text each record was made from
     texts: list[str] = []
@@ -77,10 +79,10 @@ def composed_corpus(count: int, seed: int) -> list[tuple[str, str]]:
         if i and kind < 0.05:
             texts.append(texts[rng.randrange(i)])
         elif i and kind < 0.20:
-            texts.append(composer.near_duplicate(composer.compose(rng.choice(numbers)), rng))
+            texts.append(near_duplicate(compose(rng.choice(numbers)), rng))
         else:
             numbers.append(i)
-            texts.append(composer.compose(i))
+            texts.append(compose(i))
     return [(f"d{i:08d}", text) for i, text in enumerate(texts)]
 
 
@@ -231,8 +233,8 @@ def run_spark(
     return run
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli.parser("spark", __doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
@@ -252,8 +254,8 @@ def main() -> None:
         default=1,
         help="add_many's planning workers (1: the store also uses a second core)",
     )
-    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
-    args = parser.parse_args()
+    add_output(parser)
+    args = parser.parse_args(argv)
     make = composed_corpus if args.corpus == "composed" else corpus
     records = make(args.docs, args.seed)
     with tempfile.TemporaryDirectory() as scratch:
@@ -324,8 +326,8 @@ def main() -> None:
             "(counted in one more pass over the join, inside the candidates time)"
         )
         figures.update(stage_wall=run.timings, counts=counts)
-    if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    label = "sparkpath" if args.driver_rows == 0 else ""
+    save(output(args, "spark", label, args.docs, "local"), figures)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,9 @@ side, with each database's flush on and off.
         --mysql mysql+pymysql://root@127.0.0.1:3306/test [--json FILE]
 
 Each database gets a fresh store (a file in a scratch folder; a database of its own on each
-server) filled with ``--kept`` texts of ``bench_window_default`` (``add_many``, default policy).
+server) filled with ``--kept`` composed texts (``common.corpus``; ``add_many``, default policy).
 Then each run adds the same ``--adds`` texts through ``SimStore.add(text)``, half of them new and
-half near-duplicates of filled texts (``bench_window_default.workload``), dealt round-robin to P
+half near-duplicates of filled texts (``common.corpus.workload``), dealt round-robin to P
 writer processes that start together; every process opens its own store, and the run's figure
 is all its adds over the time from the common start to the last process's end. After a run its
 keys are removed again (``SimStore.remove``), so every run meets the same kept texts. The
@@ -33,9 +33,7 @@ this script share the machine's cores: read the ratios, not the absolutes.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import multiprocessing
 import os
 import tempfile
@@ -47,13 +45,17 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from bench_footprint import PAIRS, scratch_database
-from bench_store import percentile
-from bench_window_default import compose, load_pool, workload
 
 from simstore.results import Decision
 from simstore.storage import migrate
 from simstore.store import SimStore
+
+from .common import cli
+from .common.corpus import PAIRS, compose, load_pool, workload
+from .common.databases import scratch_database
+from .common.fills import add_all
+from .common.measure import percentile
+from .common.results import add_output, output, save
 
 Outcome = tuple[bool, str | None]  # kept, or the key of the text it duplicates
 
@@ -63,7 +65,7 @@ def fill(url: str, kept: int) -> int:
     migrate.upgrade(url)
     with SimStore(url) as store:
         records = ((f"t{i}", compose(i)) for i in range(kept))
-        return sum(decision.inserted for decision in store.add_many(records, workers=2))
+        return add_all(store, records, workers=2)[1]
 
 
 def _outcome(decision: Decision, run_keys: dict[str, int]) -> Outcome:
@@ -285,10 +287,8 @@ def table(rows: Sequence[dict[str, Any]], counts: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli.parser("writers", __doc__)
     parser.add_argument("--kept", type=int, default=100_000, help="texts filled before the runs")
     parser.add_argument("--adds", type=int, default=2000, help="texts added in each run")
     parser.add_argument("--writers", default="1,2,4,8", help="writer counts, comma-separated")
@@ -296,8 +296,8 @@ def main() -> None:
     parser.add_argument("--mysql", help="a MySQL/MariaDB server URL (a database is made on it)")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--pairs", type=Path, default=PAIRS)
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    args = parser.parse_args()
+    add_output(parser)
+    args = parser.parse_args(argv)
     counts = [int(count) for count in args.writers.split(",")]
     load_pool(args.pairs)
     texts = [text for text, _planted in workload(args.kept, args.adds, 5)]
@@ -328,8 +328,7 @@ def main() -> None:
         "load_average_at_start": load,
         "rows": rows,
     }
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    save(output(args, "writers", args.kept, "multi"), result)
     if failures:
         raise SystemExit(f"{len(failures)} run(s) had errors or decisions unlike one writer's")
 

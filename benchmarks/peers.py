@@ -26,38 +26,41 @@ import fcntl
 import gc
 import json
 import os
-import platform
 import random
 import sqlite3
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
-from importlib import metadata
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from bench_store import near, percentile
 
 from simstore import __version__ as simstore_version
 from simstore.policy.policies import SimHashOnly
 from simstore.storage.db import create_engine_for
-from simstore.storage.retention import EPOCH, utc_naive
 from simstore.store import SimStore
 
-Values = npt.NDArray[np.uint64]
+from .common import cli
+from .common.corpus import DATA, Values, fingerprints, near
+from .common.databases import (
+    cache_file,
+    checkpoint,
+    files_of,
+    marker_of,
+    remove_database,
+)
+from .common.fills import load_fingerprints
+from .common.measure import machine, percentile, rss_bytes
+
 Ids = npt.NDArray[np.int64]
 
 RADIUS = 3
 MASK64 = (1 << 64) - 1
 BAND_MASK = 0xFFFF
-BAND_SHIFTS = (48, 32, 16, 0)
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 # (N, system key) -> the issue's target for simstore p50 / that system's p50
 TARGETS = {
     (10_000_000, "faiss"): 0.5,
@@ -67,68 +70,7 @@ TARGETS = {
 }
 
 
-# --- the machine --------------------------------------------------------------------------------
-
-
-def rss_bytes() -> int:
-    """Resident set size of this process (VmRSS), in bytes."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
-def _proc_field(path: str, name: str) -> str:
-    try:
-        for line in Path(path).read_text().splitlines():
-            if line.startswith(name):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "?"
-
-
-def _git(*args: str) -> str:
-    try:
-        return subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-
-
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def machine() -> dict[str, Any]:
-    """What the figures were measured on, and with which code."""
-    dirty = _git("status", "--porcelain", "--", "simstore", "migrations")
-    return {
-        "cpu": _proc_field("/proc/cpuinfo", "model name"),
-        "cores": os.cpu_count(),
-        "memory": _proc_field("/proc/meminfo", "MemTotal"),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "numpy": np.__version__,
-        "faiss-cpu": _version("faiss-cpu"),
-        "simhash": _version("simhash"),
-        "simstore": simstore_version,
-        "git": _git("rev-parse", "--short", "HEAD") + (" + uncommitted simstore/" if dirty else ""),
-    }
-
-
 # --- data -----------------------------------------------------------------------------------------
-
-
-def fingerprints(n: int, seed: int) -> Values:
-    """N random 64-bit fingerprints; item i is added to simstore under key ``k{i}``."""
-    return np.random.default_rng(seed).integers(0, 1 << 64, size=n, dtype=np.uint64)
 
 
 def make_queries(values: Values, count: int, stream: str) -> list[tuple[int, bool]]:
@@ -144,48 +86,9 @@ def make_queries(values: Values, count: int, stream: str) -> list[tuple[int, boo
     return queries
 
 
-def _files(path: Path) -> list[Path]:
-    return [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]
-
-
-def _marker(path: Path) -> Path:
-    return path.with_name(path.name + ".complete.json")
-
-
-def remove_database(path: Path) -> None:
-    for file in [*_files(path), _marker(path)]:
-        file.unlink(missing_ok=True)
-
-
-def checkpoint(path: Path) -> None:
-    """Move the WAL into the database file and truncate the WAL to zero bytes."""
-    connection = sqlite3.connect(path)
-    try:
-        busy, _log, _moved = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if busy:
-            raise RuntimeError(f"could not checkpoint {path}: a reader or writer is busy")
-    finally:
-        connection.close()
-
-
-def cache_file(path: Path) -> int:
-    """Read a database file (and its WAL) once, so its pages sit in the OS page cache; bytes."""
-    return read_files(file for file in _files(path)[:2] if file.exists())
-
-
-def read_files(files: Iterable[Path]) -> int:
-    """Read each file once, so its pages sit in the OS page cache; bytes read."""
-    total = 0
-    for file in files:
-        with file.open("rb") as handle:
-            while chunk := handle.read(1 << 24):
-                total += len(chunk)
-    return total
-
-
 def disk_usage(path: Path, tables: Sequence[str]) -> tuple[int, int]:
     """(bytes of the database file and its WAL, bytes of ``tables`` and their indexes)."""
-    total = sum(file.stat().st_size for file in _files(path)[:2] if file.exists())
+    total = sum(file.stat().st_size for file in files_of(path)[:2] if file.exists())
     connection = sqlite3.connect(path)
     try:
         marks = ",".join("?" * len(tables))
@@ -241,61 +144,6 @@ def _items(values: Values, start: int) -> Iterator[dict[str, Any]]:
             yield {"key": f"k{first + offset}", "fingerprint": value}
 
 
-def fill_direct(
-    path: Path,
-    store: SimStore,
-    values: Values,
-    start: datetime | None = None,
-    span: timedelta = timedelta(0),
-) -> None:
-    """Write every value as a kept row (and its decision row) straight into simstore's tables.
-
-    For random fingerprints this is what add_many would write (at k = 3 none is near another; the
-    exactness check against numpy proves it for the queries). The secondary indexes are dropped
-    and re-created from their own DDL around the load, so the file ends up exactly as simstore's
-    schema has it, only built by sorting instead of by millions of random index inserts. Row i is
-    added at ``start + span * i / len(values)`` (default: now, all rows).
-    """
-    first_moment = utc_naive(start)
-    seconds = span.total_seconds()
-    connection = sqlite3.connect(path, isolation_level=None)
-    connection.execute("PRAGMA synchronous=OFF")
-    connection.execute("PRAGMA cache_size=-1048576")
-    connection.execute("BEGIN")
-    indexes = connection.execute(
-        "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL "
-        "AND tbl_name = 'simstore_fingerprints' ORDER BY name LIKE '%b0_b1' OR name LIKE '%b2_b3' "
-        "DESC, name"
-    ).fetchall()
-    for name, _sql in indexes:
-        connection.execute(f"DROP INDEX {name}")
-    step = 1 << 16
-    origin = np.datetime64(first_moment, "us")
-    epoch_seconds = int((first_moment - EPOCH).total_seconds())
-    # The kept rows, then their indexes (pair indexes first); a kept row is its own decision's
-    # record, so there is no decision row (every row is kept).
-    for first in range(0, len(values), step):
-        chunk = values[first : first + step]
-        positions = np.arange(first, first + len(chunk), dtype=np.int64)
-        offsets = (positions * int(seconds * 1e6)) // max(len(values), 1)  # microseconds
-        moments = np.datetime_as_string(origin + offsets.astype("timedelta64[us]"), unit="us")
-        stamps = np.char.replace(moments, "T", " ").tolist()  # simstore's SQLite format
-        parts = ((epoch_seconds + offsets // 1_000_000) // store.partition_seconds).tolist()
-        keys = [f"k{i}" for i in range(first, first + len(chunk))]
-        signed = chunk.view(np.int64).tolist()
-        columns = [(chunk >> np.uint64(shift)) & np.uint64(BAND_MASK) for shift in BAND_SHIFTS]
-        connection.executemany(
-            "INSERT INTO simstore_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, "
-            f"part) VALUES ({store.ns_id}, ?, ?, ?, ?, ?, ?, ?, ?)",
-            zip(keys, signed, *(c.tolist() for c in columns), stamps, parts, strict=True),
-        )
-    for _name, sql in indexes:
-        connection.execute(sql)
-    connection.execute("COMMIT")
-    connection.close()
-    checkpoint(path)
-
-
 def load_simstore(
     path: Path, values: Values, seed: int, batch_size: int, fill: str = "add_many"
 ) -> tuple[SimStore, dict[str, Any], bool]:
@@ -303,10 +151,11 @@ def load_simstore(
 
     Returns the open store, the marker (load figures, keys not kept) and whether rows were loaded
     in this run. A file without its marker is resumed: add_many commits whole batches in order, so
-    the number of decisions logged is the number of items already done. ``fill="direct"`` writes
-    the rows without add_many (``fill_direct``), from scratch.
+    the number of decisions logged is the number of items already done. ``fill="direct"`` loads
+    the rows through ``SimStore.load`` instead of deciding each (``load_fingerprints``: random
+    fingerprints, every one kept), from scratch.
     """
-    marker_path = _marker(path)
+    marker_path = marker_of(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     store = SimStore(f"sqlite:///{path}", policy=SimHashOnly())
@@ -321,7 +170,8 @@ def load_simstore(
         remove_database(path)
         store = SimStore(f"sqlite:///{path}", policy=SimHashOnly())
         start = time.perf_counter()
-        fill_direct(path, store, values)
+        load_fingerprints(store, values)
+        checkpoint(path)
         seconds = time.perf_counter() - start
         marker = {
             "n": len(values),
@@ -499,7 +349,7 @@ class RawBands(System):
     @classmethod
     def build(cls, path: Path, ids: Ids, values: Values) -> dict[str, Any]:
         """Create (or reuse) this system's file holding ``values`` with ``ids`` as row ids."""
-        marker_path = _marker(path)
+        marker_path = marker_of(path)
         if marker_path.exists():
             marker: dict[str, Any] = json.loads(marker_path.read_text())
             if marker["rows"] == len(values):
@@ -1011,10 +861,8 @@ def plot(runs: list[dict[str, Any]], path: Path, title: str) -> None:
     plt.close(figure)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli.parser("peers", __doc__)
     parser.add_argument(
         "--sizes", default="100000,1000000", help="comma-separated N (default 100000,1000000)"
     )
@@ -1053,10 +901,10 @@ def main() -> None:
         default="simstore",
         help="page cache and mmap of the raw sqlite3 floors: simstore's own (default) or SQLite's",
     )
-    parser.add_argument("--data-dir", type=Path, default=HERE / "data" / "peers")
+    parser.add_argument("--data-dir", type=Path, default=DATA / "peers")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument("--plot", type=Path, help="draw p50/p99 against N into this PNG")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.skip = {name.strip() for name in args.skip.split(",") if name.strip()}
     known = {"raw4", "pairs", "faiss", "simhashindex", "numpy"}
     if args.skip - known:

@@ -1,12 +1,12 @@
 """The default pipeline over the seeds' two-day window on a server: PostgreSQL partitioned by day,
 or MySQL/MariaDB.
 
-    python -m benchmarks window-server --rows 1000000 \
+    python -m benchmarks window --rows 1000000 \
         --url postgresql+psycopg://root@127.0.0.1:5432/test [--server-control "pg_ctlcluster 15 main"]
-    python -m benchmarks window-server --rows 1000000 --url mysql+pymysql://root@127.0.0.1:3306/test
+    python -m benchmarks window --rows 1000000 --url mysql+pymysql://root@127.0.0.1:3306/test
 
-The texts are ``bench_window_default``'s (composed from the quality dataset's clauses, text ``i``
-added at ``moment(i)`` over two days). A database of its own is made on the server; on PostgreSQL
+(alias: ``window-server``). The texts are ``common.corpus``'s composed texts (text ``i`` added at
+``moment(i, N)`` over two days). A database of its own is made on the server; on PostgreSQL
 it is partitioned (``simstore.storage.partitions.enable``: one-day partitions, keep = 2d) before anything
 is added (simstore partitions only PostgreSQL). The texts then go in through
 ``SimStore.add_many(workers=2)``, so every row is the API's own. Then, at the end of day 2 and
@@ -18,50 +18,52 @@ cache and the server started again before the cold queries and again before the 
 store's connections reconnect; MariaDB reloads its buffer pool dump at start, as it would after
 any restart). Warm: the database's files read into the OS page cache first (``database_files``:
 the server must run on this machine), as the SQLite benchmark reads its file. ``--keep-all``
-(PostgreSQL) fills by COPY instead of ``add_many``: ``fill_keep_all``. Then bytes per kept text
-by relation (``bench_footprint.server_sizes``), the purge of day 1 at the end of day 3 (a DROP of its partitions on PostgreSQL, deletes on MariaDB), and
+loads every text as kept through ``SimStore.load`` (``window.fill.fill_keep_all``) instead of
+deciding each through ``add_many``. Then bytes per kept text by relation (``server_sizes``), the purge of day 1 at the end of day 3 (a DROP of its partitions on PostgreSQL, deletes on MariaDB), and
 this process's memory.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
-import multiprocessing
 import random
-import shlex
-import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import sqlalchemy as sa
-from bench_footprint import PAIRS, report, scratch_database, server_sizes
-from bench_peers import read_files
-from bench_window import DAY1, DAY3_ENDS, END_OF_DAY2, memory
-from bench_window_default import (
-    CHUNK,
-    _sign_task,
-    compose,
-    drop_from_page_cache,
-    load_pool,
-    measure,
-    moment,
-    overstated,
-    wait_for_quiet,
-    workload,
-)
 from sqlalchemy.engine import make_url
 
 from simstore.storage import migrate, partitions
-from simstore.storage.retention import partition_of
-from simstore.storage.schema import pack_text
 from simstore.store import SimStore
-from simstore.text.encoding import bands, to_signed
-from simstore.text.minhash import SIZED_BYTES
+
+from ..common import cli, corpus
+from ..common.corpus import (
+    DAY1,
+    DAY3_ENDS,
+    END_OF_DAY2,
+    PAIRS,
+    compose,
+    load_pool,
+    moment,
+    workload,
+)
+from ..common.databases import (
+    database_files,
+    dialect_label,
+    read_files,
+    report,
+    restart_cold,
+    scratch_database,
+    server_settings,
+    server_sizes,
+)
+from ..common.fills import add_all
+from ..common.measure import memory, wait_for_quiet
+from ..common.results import add_output, output, save
+from .default import measure
+from .fill import fill_keep_all, overstated
 
 
 def records(n: int) -> Iterator[dict[str, Any]]:
@@ -77,16 +79,13 @@ def prepare(url: str) -> None:
 
 
 def fill(url: str, n: int, workers: int) -> dict[str, Any]:
+    """Every text through ``add_many`` in order (texts added -> seconds in ``seconds_at``)."""
     prepare(url)
     started = time.perf_counter()
-    kept = 0
-    seconds_at: dict[int, float] = {}  # texts added -> seconds since the fill began
     with SimStore(url, keep="2d") as store:
-        for done, decision in enumerate(store.add_many(records(n), workers=workers), 1):
-            kept += decision.inserted
-            if done % 100_000 == 0:
-                seconds = seconds_at[done] = round(time.perf_counter() - started, 1)
-                print(f"  {done:,} added in {seconds:,.0f} s ({done / seconds:,.0f}/s)", flush=True)
+        _added, kept, seconds_at = add_all(
+            store, records(n), workers=workers, total=n, every=100_000
+        )
     seconds = time.perf_counter() - started
     return {
         "kept": kept,
@@ -96,95 +95,16 @@ def fill(url: str, n: int, workers: int) -> dict[str, Any]:
     }
 
 
-# simstore_fingerprints as ``add`` writes a kept text on PostgreSQL (FingerprintRow), but the id
-FILLED_COLUMNS = (
-    "ns_id, key, fp, b0, b1, b2, b3, added_at, part, text, signature, band_keys, "
-    "simhash_indexed, packed_text"
-)
-
-
-def fill_keep_all(url: str, n: int, workers: int) -> dict[str, Any]:
-    """``--keep-all`` (PostgreSQL): every text kept, its row copied in as its chunk is signed, the
-    table's secondary indexes dropped for the load and made again after it (as a bulk load
-    would). An upper bound on the rows: ``add`` would drop the texts that match an earlier one
-    (``overstated`` counts them in a sample). Through ``add_many`` a PostgreSQL fill slows as the
-    store grows: 2M take ~21 min, 10M would take hours."""
-    import psycopg  # the PostgreSQL driver simstore's URLs name; only this path needs it directly
-
-    if make_url(url).get_backend_name() != "postgresql":
-        raise SystemExit("--keep-all fills PostgreSQL only")
-    prepare(url)
-    with SimStore(url, keep="2d") as store:
-        ns_id, partition_seconds = store.ns_id, store.partition_seconds
-    libpq = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    started = time.perf_counter()
-    with psycopg.connect(libpq) as connection:
-        indexes = connection.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'simstore_fingerprints'"
-            " AND indexname NOT IN (SELECT conname FROM pg_constraint)"
-        ).fetchall()
-        for name, _definition in indexes:
-            connection.execute(f"DROP INDEX {name}")
-        connection.commit()
-        band_key_rows = 0
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            tasks = [(first, min(CHUNK, n - first)) for first in range(0, n, CHUNK)]
-            for done, chunk in enumerate(pool.imap(_sign_task, tasks), 1):
-                band_key_rows += _copy_chunk(connection, chunk, ns_id, partition_seconds, n)
-                end = chunk["first"] + len(chunk["text"])
-                if done % 500 == 0 or end == n:
-                    seconds = time.perf_counter() - started
-                    print(f"  {end:,} texts signed and copied in {seconds:,.0f} s "
-                          f"({end / seconds:,.0f}/s)", flush=True)  # fmt: skip
-        copied = time.perf_counter()
-        connection.execute("SET maintenance_work_mem = '2GB'")
-        for _name, definition in indexes:  # the parent's, "ON ONLY" it: made on every partition
-            connection.execute(definition.replace(" ON ONLY ", " ON "))
-        connection.commit()
-        indexed = time.perf_counter()
-        connection.execute("ANALYZE simstore_fingerprints")
-        connection.commit()
-    print(f"  {len(indexes)} indexes made again in {indexed - copied:,.0f} s", flush=True)
-    return {
-        "kept": n,
-        "keep_all": True,
-        "band_key_rows": band_key_rows,
-        "sign_and_copy_s": round(copied - started),
-        "indexes_s": round(indexed - copied),
-        "seconds": round(time.perf_counter() - started, 1),
-        "texts_per_s": round(n / (copied - started)),
-    }
-
-
-def _copy_chunk(
-    connection: Any, chunk: dict[str, Any], ns_id: int, partition_seconds: int, n: int
-) -> int:
-    """A signed chunk's rows copied in and committed; the number of band keys they hold."""
-    signatures = chunk["signature"].reshape(-1, SIZED_BYTES)
-    keys = chunk["band_keys"].tolist()
-    ends = np.cumsum(chunk["counts"]).tolist()
-    fps = chunk["fp"].tolist()
-    statement = f"COPY simstore_fingerprints ({FILLED_COLUMNS}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.copy(statement) as copy:
-        for j, text in enumerate(chunk["text"]):
-            i = chunk["first"] + j
-            at = moment(i, n)
-            copy.write_row((
-                ns_id, f"t{i}", to_signed(fps[j]), *bands(fps[j]), at, partition_of(at, partition_seconds),
-                None, signatures[j].tobytes() + chunk["opening"][j],
-                keys[ends[j - 1] if j else 0 : ends[j]] or None, False, pack_text(text),
-            ))  # fmt: skip
-    connection.commit()
-    return len(keys)
-
-
 def check_keep_all(url: str, n: int, count: int, seed: int) -> dict[str, Any]:
     """Add ``count`` of the texts through ``SimStore.add`` into a fresh partitioned database of
     the same server; every row the API kept must equal the keep-all fill's row of that key,
     column by column (ids aside). Stops the run when any differs."""
     numbers = sorted(random.Random(f"{seed}:check").sample(range(n), count))
     keys = [f"t{i}" for i in numbers]
-    columns = FILLED_COLUMNS.replace("ns_id, ", "")
+    columns = (
+        "key, fp, b0, b1, b2, b3, added_at, part, text, signature, band_keys, "
+        "simhash_indexed, packed_text"
+    )
     query = sa.text(
         f"SELECT {columns} FROM simstore_fingerprints WHERE key IN :keys ORDER BY key"
     ).bindparams(sa.bindparam("keys", expanding=True))
@@ -212,63 +132,6 @@ def _rows(url: str, query: sa.TextClause, keys: list[str]) -> list[tuple[Any, ..
         engine.dispose()
 
 
-SETTINGS = {
-    "postgresql": (
-        "SELECT version(), current_setting('shared_buffers'), current_setting('max_wal_size'), "
-        "current_setting('checkpoint_timeout'), current_setting('synchronous_commit'), "
-        "current_setting('autovacuum')",
-        ("version", "shared_buffers", "max_wal_size", "checkpoint_timeout",
-         "synchronous_commit", "autovacuum"),
-    ),
-    "mysql": (
-        "SELECT @@version, @@innodb_buffer_pool_size, @@innodb_log_file_size, "
-        "@@innodb_flush_log_at_trx_commit",
-        ("version", "innodb_buffer_pool_size", "innodb_log_file_size",
-         "innodb_flush_log_at_trx_commit"),
-    ),
-}  # fmt: skip
-
-
-def server_settings(url: str) -> dict[str, str]:
-    """The server's version and the settings that move these figures, as the server reports
-    them at the start of the run (a result file says what it was measured on)."""
-    engine = sa.create_engine(url)
-    try:
-        query, names = SETTINGS[engine.dialect.name]
-        with engine.connect() as conn:
-            values = conn.exec_driver_sql(query).one()
-    finally:
-        engine.dispose()
-    return {name: str(value) for name, value in zip(names, values, strict=True)}
-
-
-def database_files(url: str) -> list[Path]:
-    """The files of the database (its folder under the server's data directory)."""
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as conn:
-            if engine.dialect.name == "postgresql":
-                root = conn.exec_driver_sql("SHOW data_directory").scalar_one()
-                oid = conn.exec_driver_sql(
-                    "SELECT oid FROM pg_database WHERE datname = current_database()"
-                ).scalar_one()
-                folder = Path(root) / "base" / str(oid)
-            else:
-                root = conn.exec_driver_sql("SELECT @@datadir").scalar_one()
-                folder = Path(root) / str(engine.url.database)
-    finally:
-        engine.dispose()
-    return sorted(path for path in folder.iterdir() if path.is_file())
-
-
-def restart_cold(url: str, control: str) -> None:
-    """Stop the server, drop the database's files from the OS page cache, start it again."""
-    files = database_files(url)
-    subprocess.run([*shlex.split(control), "stop"], check=True)
-    drop_from_page_cache(files)
-    subprocess.run([*shlex.split(control), "start"], check=True)
-
-
 def purge_day1(url: str) -> dict[str, Any]:
     with SimStore(url, keep="2d") as store:
         started = time.perf_counter()
@@ -278,17 +141,15 @@ def purge_day1(url: str) -> dict[str, Any]:
     return {"rows": purged, "seconds": round(seconds, 2), "kept_left": left}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli.parser("window --url URL", __doc__)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--url", required=True, help="a PostgreSQL or MySQL/MariaDB server URL")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--adds", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pairs", type=Path, default=PAIRS)
-    parser.add_argument("--json", type=Path, help="also write the figures here")
+    add_output(parser)
     parser.add_argument(
         "--server-control",
         help="a command that takes stop / start (e.g. 'pg_ctlcluster 15 main'): measure cold too",
@@ -305,8 +166,8 @@ def main() -> None:
     parser.add_argument(
         "--keep-all",
         action="store_true",
-        help="PostgreSQL: keep every text, copied in as signed, instead of deciding it (--check "
-        "texts added through the API first must give the same rows)",
+        help="keep every text, loaded as signed, instead of deciding it (--check texts added "
+        "through the API must give the same rows)",
     )
     parser.add_argument("--check", type=int, default=200, help="--keep-all: texts checked")
     parser.add_argument("--seed", type=int, default=1)
@@ -321,7 +182,8 @@ def main() -> None:
         default=0,
         help="on a reused database: texts and keys of their own (1, 2, ...) for each new run",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    corpus.SEED = args.seed
     load_pool(args.pairs)
     result: dict[str, Any] = {"rows": args.rows, "server": server_settings(args.url)}
     if args.reuse:
@@ -335,6 +197,7 @@ def main() -> None:
                 result["fill"] = {"kept": store.stats().kept, "reused": args.reuse}
         elif args.keep_all:
             print(f"filling {make_url(url).database} with {args.rows:,} texts, every one kept")
+            prepare(url)
             result["fill"] = fill_keep_all(url, args.rows, args.workers)
             result["check"] = check_keep_all(url, args.rows, args.check, args.seed)
             result["overstated"] = overstated(url, args.rows, args.check, args.seed)
@@ -373,8 +236,8 @@ def main() -> None:
         result["memory_mib"] = memory()
         print(f"  memory: {result['memory_mib']}", flush=True)
         print(f"  at {END_OF_DAY2} (queries and adds), {DAY3_ENDS} (purge)")
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    name = "window-keepall" if args.keep_all else "window"
+    save(output(args, name, args.rows, dialect_label(args.url)), result)
 
 
 if __name__ == "__main__":

@@ -1,50 +1,38 @@
-"""The seeds' workload on SQLite: N fingerprints kept over a two-day window, queried, then purged.
+"""The seeds' workload on SQLite: N bare fingerprints kept over a two-day window, queried, then
+purged.
 
     python -m benchmarks window --rows 50000000 --queries 2000
 
 Builds (or reuses, from the git-ignored ``benchmarks/data/window/``) a SQLite file holding N random
-fingerprints added evenly over two days, written straight into simstore's tables with the indexes
-rebuilt afterwards (``bench_peers.fill_direct``; add_many would keep every random fingerprint too,
-only far more slowly). Then, through ``SimStore(keep="2d")`` at the end of day 2: k = 3 query
-p50 / p99 (half random, half planted 1-3 bits from a kept fingerprint; as the build left the OS
-page cache, then with the file read into it, as a long-running service's would be), disk bytes
-per row, and
+fingerprints added evenly over two days (``SimHashOnly``), loaded through ``SimStore.load``
+(``common.fills.load_fingerprints``: add_many would keep every random fingerprint too, only far
+more slowly). Then, through ``SimStore(keep="2d")`` at the end of day 2: k = 3 query p50 / p99
+(half random, half planted 1-3 bits from a kept fingerprint; as the build left the OS page cache,
+then with the file read into it, as a long-running service's would be), disk bytes per row, and
 the process's memory (resident: anonymous, and file pages of the memory-mapped database). Then
-``purge`` at the end of day 3, which must remove day 1 (half the rows and their decision rows) in
-batches of 10,000 while nothing else runs, and the query latency again. The purge changes the file:
-the next run rebuilds it (``--no-purge`` keeps it).
+``purge`` at the end of day 3, which must remove day 1 (half the rows) in batches while nothing
+else runs, and the query latency again. The purge changes the file: the next run rebuilds it
+(``--no-purge`` keeps it).
 """
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import random
 import sqlite3
 import time
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
-
-from bench_peers import _files, _marker, cache_file, fill_direct, fingerprints, remove_database
-from bench_store import near, percentile
 
 from simstore.policy.policies import SimHashOnly
 from simstore.store import SimStore
 
-HERE = Path(__file__).resolve().parent
-DAY1 = datetime(2026, 3, 1)
-END_OF_DAY2 = DAY1 + timedelta(days=2) - timedelta(minutes=1)
-DAY3_ENDS = DAY1 + timedelta(days=3)  # keep 2 days: day 1 is out, day 2 is in
-
-
-def memory() -> dict[str, int]:
-    """This process's resident memory in MiB: anonymous and file-backed (the mapped database)."""
-    fields = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "RssAnon", "RssFile"):
-            fields[name] = int(value.split()[0]) // 1024
-    return fields
+from ..common import cli
+from ..common.corpus import DATA, DAY1, DAY3_ENDS, END_OF_DAY2, SPAN, fingerprints, near
+from ..common.databases import cache_file, file_bytes, marker_of, remove_database
+from ..common.fills import load_fingerprints
+from ..common.measure import memory, percentile
 
 
 def latencies(store: SimStore, queries: list[int], now: datetime) -> tuple[float, float, int]:
@@ -62,7 +50,7 @@ def _purge(path: Path) -> None:
         store.purge(now=DAY3_ENDS)
 
 
-def _lowest_ids(path: Path) -> tuple[int, int]:
+def lowest_ids(path: Path) -> tuple[int, int]:
     connection = sqlite3.connect(path)
     try:
         return tuple(  # type: ignore[return-value]
@@ -89,14 +77,12 @@ def timed_purge(path: Path, minutes: float) -> tuple[int, float, bool]:
         child.kill()
         child.join()
     seconds = time.perf_counter() - started
-    fingerprint_id, decision_id = _lowest_ids(path)
+    fingerprint_id, decision_id = lowest_ids(path)
     return fingerprint_id - 1 + decision_id - 1, seconds, finished
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli.parser("window", __doc__)
     parser.add_argument("--rows", type=int, default=50_000_000)
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
@@ -104,20 +90,20 @@ def main() -> None:
     parser.add_argument(
         "--purge-minutes", type=float, default=15, help="stop the purge after this long"
     )
-    parser.add_argument("--data-dir", type=Path, default=HERE / "data" / "window")
-    args = parser.parse_args()
+    parser.add_argument("--data-dir", type=Path, default=DATA / "window")
+    args = parser.parse_args(argv)
 
     values = fingerprints(args.rows, args.seed)
     path = args.data_dir / f"window-n{args.rows}-s{args.seed}.db"
     path.parent.mkdir(parents=True, exist_ok=True)
-    if not _marker(path).exists():
+    if not marker_of(path).exists():
         remove_database(path)
         print(f"building {path} ({args.rows:,} rows over two days) ...", flush=True)
         started = time.perf_counter()
         with SimStore(f"sqlite:///{path}", policy=SimHashOnly()) as store:
-            fill_direct(path, store, values, DAY1, timedelta(days=2))
+            load_fingerprints(store, values, start=DAY1, span=SPAN)
         print(f"  built in {time.perf_counter() - started:,.0f} s", flush=True)
-        _marker(path).write_text(f'{{"rows": {args.rows}}}\n')
+        marker_of(path).write_text(f'{{"rows": {args.rows}}}\n')
 
     rng = random.Random(args.seed)
     picks = rng.sample(range(args.rows), args.queries // 2)
@@ -125,7 +111,7 @@ def main() -> None:
     queries += [near(int(values[i]), rng, rng.randrange(1, 4)) for i in picks]
     rng.shuffle(queries)
     del values
-    disk = sum(file.stat().st_size for file in _files(path)[:2] if file.exists())
+    disk = file_bytes(path)
 
     store = SimStore(f"sqlite:///{path}", keep="2d", policy=SimHashOnly())
     print(f"SQLite, {args.rows:,} rows over two days, keep 2d, k = 3, {len(queries):,} queries")
@@ -143,7 +129,7 @@ def main() -> None:
     if args.no_purge:
         store.close()
         return
-    _marker(path).unlink()  # the purge changes the file
+    marker_of(path).unlink()  # the purge changes the file
     store.close()
     purged, seconds, finished = timed_purge(path, args.purge_minutes)
     rate = purged / seconds

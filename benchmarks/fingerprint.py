@@ -27,22 +27,19 @@ within 1.3x of segmentation alone (at least 0.77x its speed).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import jieba
 import simhash
 
-# measure this checkout's simstore, installed or not
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from simstore import fingerprint_many
+
+from .common import cli
 
 SEED = 20240611
 
@@ -221,15 +218,15 @@ def print_table(cells: list[list[str]]) -> None:
             )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli.parser("fingerprint", __doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=1000, help="texts of each kind (default 1000)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--wall", action="store_true", help="time by wall clock, not CPU time")
     parser.add_argument(
         "--slice", type=int, default=250, help="texts per batch call and turn (default 250)"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     long_docs = make_corpus(args.docs, 500, SEED)
     short_texts = make_corpus(args.docs, 60, SEED + 1)

@@ -1,0 +1,313 @@
+"""What a lookup plan and a policy cost a query and an add, on one SQLite file.
+
+    python -m benchmarks planner [--sizes 100000,300000,1000000,3000000]
+    python -m benchmarks verification [--rows 1000000] [--queries 1000] [--adds 500] [--db FILE]
+
+``planner``: where the pair plan overtakes the band plan. One SQLite file grows through the
+sizes, random 64-bit fingerprints loaded through ``SimStore.load`` (the chance of two within 3
+bits among 10M is about 0.1, so ``add_many`` would keep every row too; the load writes 10M rows
+in minutes). At each size three stores on the same file answer the same k = 3 queries (half
+random, half 1-3 bits from a stored row), interleaved in rounds: ``lookup="bands"`` (4 x 16-bit
+band equality), ``lookup="pairs"`` (the 32-bit halves at radius 1) and ``"auto"`` (the planner's
+pick). All three must return the same matches. Prints p50/p99 in microseconds and candidates per
+query.
+
+``verification``: what each policy costs per query and per add at N kept texts. Kept texts are
+composed from the real sentences of the quality dataset: half Chinese, half English, 60% short
+(under 140 characters) and 40% long (500-1,500), so that shared phrases and boilerplate collide
+as they do in real feeds. They are signed by ``simstore.policy.batch.sign`` (the store's own
+path) and loaded, every one kept, through ``SimStore.load``; then three stores on a copy of the
+file answer the same texts in interleaved rounds:
+
+- ``MinHashVerification()`` (the default): SimHash k <= 3 plus the band-key lookup, decided by
+  similarity;
+- ``SimHashVerification()``: the SimHash-only policy (short texts: k <= 7 and Jaccard >= 0.8);
+- ``SimHashOnly()``: plain SimHash k <= 3, the reference for "under 2x".
+
+Queries are texts (fingerprinting and signing included, as an application calls it): half new
+compositions, half near-duplicates of kept texts (a repost prefix or one sentence replaced).
+Adds are new texts of both kinds under each policy, one transaction each, the default's first.
+Prints p50 / p99 in microseconds and the ratios to the plain k = 3 query.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from simstore.io.handover import LoadRow
+from simstore.policy import batch
+from simstore.policy.policies import MinHashVerification, SimHashOnly, SimHashVerification
+from simstore.policy.probes import prefers_pairs
+from simstore.storage.retention import utc_naive
+from simstore.store import SimStore
+from simstore.text.encoding import bands
+
+from .common import cli
+from .common.corpus import DATA, dataset_languages, near
+from .common.fills import load_fingerprints
+from .common.measure import percentile, timed_calls
+
+# --- planner ----------------------------------------------------------------------------------
+
+LOOKUPS = ("bands", "pairs", "auto")
+
+
+def grow(store: SimStore, start: int, stop: int, seed: int) -> list[int]:
+    """Load rows start..stop-1 (fingerprints from a per-step seeded stream) and return them."""
+    rng = random.Random(f"{seed}-{start}-{stop}")
+    values = [rng.getrandbits(64) for _ in range(stop - start)]
+    load_fingerprints(store, np.array(values, dtype=np.uint64), offset=start)
+    return values
+
+
+def measure(stores: dict[str, SimStore], queries: list[int], rounds: int) -> dict[str, list[float]]:
+    """Per lookup, microseconds per query; rounds interleave the stores in rotating order."""
+    samples: dict[str, list[float]] = {name: [] for name in stores}
+    names = list(stores)
+    per_round = max(1, len(queries) // rounds)
+    for round_no in range(rounds):
+        part = queries[round_no * per_round : (round_no + 1) * per_round]
+        order = names[round_no % len(names) :] + names[: round_no % len(names)]
+        for name in order:
+            query = stores[name].query
+            for value in part:
+                start = time.perf_counter()
+                query(fingerprint=value)
+                samples[name].append((time.perf_counter() - start) * 1e6)
+    return samples
+
+
+def candidates_per_query(store: SimStore, queries: list[int]) -> float:
+    """Rows the store's lookup fetches per query (outside the timed runs)."""
+    finder = store._finder  # counting what the lookup returns, outside the timed runs
+    from simstore.policy.policies import Item
+
+    counts = []
+    with store.connections.reading() as conn:
+        for value in queries:
+            item = Item("q", value, None, 3)
+            params = finder._window_params(utc_naive(None))
+            if finder.uses_pairs(conn, 3):
+                found = finder._pair_rows(conn, item, params)
+            else:
+                per_band = [{v} for v in bands(value)]
+                found = finder._band_rows(conn, per_band, params)
+            counts.append(len({row_id for row_id, _value in found}))
+    return statistics.mean(counts)
+
+
+def planner(argv: Sequence[str]) -> None:
+    parser = cli.parser("planner", __doc__)
+    parser.add_argument("--sizes", default="100000,300000,1000000,3000000")
+    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    sizes = sorted(int(size) for size in args.sizes.split(","))
+
+    folder = DATA / "planner"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"planner-s{args.seed}.db"
+    for leftover in folder.glob(f"{path.name}*"):
+        leftover.unlink()
+    url = f"sqlite:///{path}"
+    filling = SimStore(url, namespace="bench", policy=SimHashOnly())
+    rng = random.Random(args.seed)
+    stored: list[int] = []
+    print(f"{'rows':>11} {'lookup':>6} {'p50 us':>8} {'p99 us':>8} {'cand/q':>8}  auto picks")
+    for size in sizes:
+        started = time.perf_counter()
+        stored += grow(filling, len(stored), size, args.seed)
+        load = time.perf_counter() - started
+        half = args.queries // 2
+        queries = [rng.getrandbits(64) for _ in range(half)]
+        queries += [near(rng.choice(stored), rng, rng.randrange(1, 4)) for _ in range(half)]
+        rng.shuffle(queries)
+        stores = {
+            name: SimStore(url, namespace="bench", policy=SimHashOnly(), lookup=name)
+            for name in LOOKUPS
+        }
+        answers = {
+            name: [[m.key for m in store.query(fingerprint=q)] for q in queries[:300]]
+            for name, store in stores.items()
+        }  # also the warm-up
+        if not answers["bands"] == answers["pairs"] == answers["auto"]:
+            raise SystemExit("the lookups disagree: a plan is not exact")
+        samples = measure(stores, queries, args.rounds)
+        pick = "pairs" if prefers_pairs(3, size) else "bands"
+        for name in LOOKUPS:
+            cand = candidates_per_query(stores[name], queries[:200])
+            print(
+                f"{size:>11,} {name:>6} {percentile(samples[name], 0.5):>8.0f} "
+                f"{percentile(samples[name], 0.99):>8.0f} {cand:>8.1f}"
+                + (f"  {pick} (rows written in {load:.0f} s)" if name == "auto" else "")
+            )
+        ratio = percentile(samples["pairs"], 0.5) / percentile(samples["bands"], 0.5)
+        print(f"{'':>11} pairs/bands p50 = {ratio:.2f}")
+        for store in stores.values():
+            store.close()
+    filling.close()
+    print(f"file: {path} ({path.stat().st_size / len(stored):.0f} bytes/row, no decisions rows)")
+
+
+# --- verification -------------------------------------------------------------------------------
+
+CHUNK = 50_000
+POLICIES = {
+    "default (MinHash)": MinHashVerification(),
+    "SimHashVerification()": SimHashVerification(),
+    "SimHashOnly (plain k=3)": SimHashOnly(),
+}
+POLICIES_REF = "SimHashOnly (plain k=3)"
+
+
+_SENTENCE_END = re.compile(r"(?<=[。！？!?.;；\n])")
+
+
+def sentence_pool() -> dict[str, list[str]]:
+    """Real sentences of the quality dataset, by language."""
+    pool: dict[str, set[str]] = {"zh": set(), "en": set()}
+    for text, lang in dataset_languages().items():
+        for sentence in _SENTENCE_END.split(text):
+            if len(sentence.strip()) >= 8:
+                pool[lang].add(sentence.strip())
+    return {lang: sorted(sentences) for lang, sentences in pool.items()}
+
+
+def compose(rng: random.Random, pool: dict[str, list[str]]) -> str:
+    lang = rng.choice(("zh", "en"))
+    low, high = (30, 139) if rng.random() < 0.6 else (500, 1500)
+    target = rng.randint(low, high)
+    joiner = "" if lang == "zh" else " "
+    text = ""
+    while len(text) < target:
+        text += (joiner if text else "") + rng.choice(pool[lang])
+    return text[:high] if high < 500 else text
+
+
+def near_duplicate(rng: random.Random, text: str, pool: dict[str, list[str]]) -> str:
+    if rng.random() < 0.5:
+        return rng.choice(("转发：", "RT @desk: ", "via @feed ")) + text
+    parts = _SENTENCE_END.split(text)
+    lang = "zh" if re.search(r"[\u4e00-\u9fff]", text) else "en"
+    parts[rng.randrange(len(parts))] = rng.choice(pool[lang])
+    return "".join(parts)
+
+
+def fill(path: Path, texts: list[str]) -> None:
+    """Every text kept (keys k0..), signed by the store's own path and loaded."""
+    started = time.perf_counter()
+    with SimStore(f"sqlite:///{path}") as store:
+        for first in range(0, len(texts), CHUNK):
+            keys = [f"k{i}" for i in range(first, first + len(texts[first : first + CHUNK]))]
+            items = batch.sign(texts[first : first + CHUNK], keys=keys)
+            rows = [
+                LoadRow(key=item.key, kept=True, fingerprint=item.fingerprint, text=item.text,
+                        signature=item.signature)
+                for item in items
+            ]  # fmt: skip
+            store.load(rows, batch_size=len(rows))
+            done = first + len(rows)
+            rate = done / (time.perf_counter() - started)
+            print(
+                f"  filled {done:,} of {len(texts):,} ({rate:,.0f} texts/s)", end="\r", flush=True
+            )
+    print()
+
+
+def report(label: str, samples: dict[str, list[float]], reference: str) -> None:
+    base = percentile(samples[reference], 0.5)
+    print(f"\n{label}: p50 / p99 us, p50 ratio to {reference}")
+    for name, values in samples.items():
+        p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+        print(f"  {name:<20} {p50:>8,.0f} / {p99:>8,.0f}   {p50 / base:>5.2f}x")
+
+
+def verification(argv: Sequence[str]) -> None:
+    parser = cli.parser("verification", __doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--adds", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--db", type=Path, help="reuse or build this SQLite file")
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    pool = sentence_pool()
+    print(f"sentence pool: {len(pool['zh']):,} zh, {len(pool['en']):,} en")
+    kept = [compose(rng, pool) for _ in range(args.rows)]
+    with tempfile.TemporaryDirectory() as folder:
+        filled = args.db or Path(folder) / "verification.db"
+        if not filled.exists():
+            print(f"writing {args.rows:,} kept texts to {filled}")
+            fill(filled, kept)
+        size = filled.stat().st_size
+        print(f"{args.rows:,} kept texts, {size / args.rows:,.0f} bytes per row on disk")
+        # timed on a copy: the other policies' adds keep unsigned rows, which would change the
+        # namespace of a reused file for good
+        path = Path(folder) / "timed.db"
+        shutil.copy(filled, path)
+        url = f"sqlite:///{path}"
+        stores = {name: SimStore(url, policy=policy) for name, policy in POLICIES.items()}
+        texts = [
+            near_duplicate(rng, rng.choice(kept), pool) if i % 2 else compose(rng, pool)
+            for i in range(args.queries)
+        ]
+        for store in stores.values():  # warm the page cache and the statement caches
+            for text in texts[:50]:
+                store.query(text)
+        query_us: dict[str, list[float]] = {name: [] for name in stores}
+        found = dict.fromkeys(stores, 0)
+        for i, text in enumerate(texts):
+            order = list(stores)[i % 3 :] + list(stores)[: i % 3]
+            for name in order:
+                result: list[object] = []
+                query_us[name] += timed_calls(
+                    [lambda s=stores[name], t=text, r=result: r.extend(s.query(t))]
+                )
+                found[name] += bool(result) and i % 2 == 1
+        report(f"query(text), {args.queries} texts (half near-duplicates)", query_us, POLICIES_REF)
+        for name, count in found.items():
+            print(f"  {name:<20} found {count} of {args.queries // 2} near-duplicates")
+
+        add_us: dict[str, list[float]] = {name: [] for name in stores}
+        new = [
+            near_duplicate(rng, rng.choice(kept), pool) if i % 2 else compose(rng, pool)
+            for i in range(args.adds)
+        ]
+        # the default's adds first: the others keep unsigned rows, and one unsigned row makes
+        # the namespace's MinHash queries look up SimHash bands as well (see simstore.policy.policies)
+        run = uuid.uuid4().hex[:8]
+        for j, name in enumerate(stores):
+            for i, text in enumerate(new):
+                key = f"add-{run}-{j}-{i}"
+                add_us[name] += timed_calls([lambda s=stores[name], t=text, k=key: s.add(t, key=k)])
+        report(f"add(text), {args.adds} texts, one transaction each", add_us, POLICIES_REF)
+        sizes = [len(t) for t in texts]
+        print(f"\nquery texts: median {int(np.median(sizes))} characters")
+        for store in stores.values():
+            store.close()
+
+
+COMMANDS: dict[str, Callable[[Sequence[str]], None]] = {
+    "planner": planner,
+    "verification": verification,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``planner|verification [options]``."""
+    cli.dispatch(COMMANDS, argv, None)
+
+
+if __name__ == "__main__":
+    main()
