@@ -80,7 +80,9 @@ class SimStore:
     for a new namespace), another one is refused (``PolicyMismatch``).
     ``max_distance`` is the SimHash radius: it decides fingerprints and unsigned rows under every
     policy and texts under the SimHash policies (a radius given with a text to ``add``/``query``
-    is refused under ``MinHashVerification``, whose knob is its threshold).
+    is refused under ``MinHashVerification``, whose knob is its threshold). The SimHash
+    policies' namespaces record it: None uses the recorded one (3 for a new namespace), another
+    one is refused (``PolicyMismatch``); a query may still search wider with its own.
     ``lookup`` picks how SimHash candidates are found for radii <= 3: ``"bands"``, ``"pairs"``
     or ``"auto"`` (``simstore.policy.probes``); all three find exactly the same matches.
     ``max_text_length`` is the longest text accepted, in characters (longer ones are refused
@@ -100,7 +102,7 @@ class SimStore:
         *,
         preset: str | Preset | None = None,
         namespace: str = "default",
-        max_distance: int = 3,
+        max_distance: int | None = None,
         keep: str | timedelta | float | None = None,
         auto_upgrade: bool | None = None,
         partition: str | timedelta | float = "1h",
@@ -125,7 +127,7 @@ class SimStore:
         try:
             self.url = self._connections.url
             self.namespace = check_name("namespace", namespace, MAX_NAMESPACE_LENGTH)
-            self.max_distance = check_radius(max_distance)
+            radius = None if max_distance is None else check_radius(max_distance)
             check_int("max_text_length", max_text_length, lowest=1)
             self.max_text_length = max_text_length
             self.keep = None if keep is None else parse_duration(keep)
@@ -146,7 +148,9 @@ class SimStore:
                 preset,
                 max(int(partition_length.total_seconds()), 1),
                 requested,
+                radius,
             )
+            self.max_distance = opened.max_distance
             self.preset = opened.preset
             self.policy = opened.policy
             self.partition_seconds = opened.partition_seconds

@@ -9,7 +9,7 @@ library; what lives here is declaring options, showing results and turning error
 - ``commands.ingest``: ``ingest`` and ``dedup`` (records from ``simstore.io.records``, added by
   ``simstore.io.ingest.ingest``);
 - ``commands.store``: ``query``, ``show``, ``explain``, ``purge``, ``stats``;
-- ``commands.fingerprints``: ``fingerprint``, ``presets`` (no database);
+- ``commands.fingerprints``: ``fingerprint``, ``presets``, ``policies`` (no database);
 - ``commands.report``: ``report`` (one HTML page, ``simstore.io.report``);
 - ``commands.db``: ``db upgrade``, ``db current``, ``db check``, ``db partition``, ``db load``;
 - ``commands.spark``: ``spark dedup`` (``simstore.spark``; PySpark imported only when it runs).

@@ -265,7 +265,8 @@ an error is also a JSON document on stdout: {"error": ..., "exit_code": ...}."""
     metavar="KEY=VALUE",
     multiple=True,
     help="Any option of the policy, repeatable: e.g. fold_traditional=true, strip_social=true, "
-    "cjk_long_threshold=0.7, max_replaced=2; 'simstore policies' lists them with defaults.",
+    "cjk_long_threshold=0.7; 'simstore policies' lists every policy's options with their "
+    "defaults and meanings.",
 )
 @click.option(
     "--keep",

@@ -379,4 +379,6 @@ def read_parquet(
                         f"{name} was made with {stamp}, the store decides with {expect}: "
                         "load it into a namespace with that preset and policy"
                     )
-                yield LoadRow(**{**row, "fingerprint": from_signed(int(row["fingerprint"]))})
+                signed = row["fingerprint"]  # null: refused by the checks, with its key
+                unsigned = None if signed is None else from_signed(int(signed))
+                yield LoadRow(**{**row, "fingerprint": unsigned})

@@ -30,16 +30,19 @@ import json
 import os
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
 from simstore.errors import InvalidInput, missing_extra
 from simstore.io.ingest import Rejected
 from simstore.validate import MAX_TEXT_LENGTH
+
+if TYPE_CHECKING:
+    from simstore.io.handover import LoadRow
 
 FORMATS = ("jsonl", "csv", "lines", "parquet")
 _FORMAT_OF_SUFFIX = {
@@ -284,7 +287,13 @@ def _read_csv(
         except StopIteration:
             break
         except csv.Error as error:
-            yield _bad(source, start, f"invalid CSV: {error}")
+            reason = f"invalid CSV: {error}"
+            if "field limit" in str(error):
+                reason = (
+                    f"a field of more than {limit - 1:,} characters, the text limit "
+                    "(--max-text-length)"
+                )
+            yield _bad(source, start, reason)
             continue
         while undecodable:
             yield _bad(source, undecodable.pop(0), "not UTF-8")
@@ -378,3 +387,37 @@ def _refuse_binary(path: str) -> None:
             f"{path}: a binary file (a NUL byte at byte {at}), not UTF-8 text: nothing of it "
             "was read"
         )
+
+
+def checked_handover(
+    rows: Iterable[LoadRow], *, max_text_length: int, is_kept: Callable[[str], bool]
+) -> Iterator[LoadRow]:
+    """The rows of a hand-over (``simstore.io.handover.read_parquet``), each checked for what
+    the store would refuse or what would leave a decision pointing nowhere: a fingerprint that
+    is null, a text longer than ``max_text_length``, a duplicate of itself. After the last row,
+    every ``duplicate_of`` must name a kept row of the hand-over or, asked through ``is_kept``,
+    of the store; else InvalidInput. The kept keys are held in memory for that."""
+    kept: set[str] = set()
+    wanted: dict[str, str] = {}  # a duplicate's target -> the first key that names it
+    for row in rows:
+        key = row.key
+        if row.fingerprint is None:
+            raise InvalidInput(f"key {key!r}: its fingerprint is null")
+        if isinstance(row.text, str) and len(row.text) > max_text_length:
+            raise InvalidInput(
+                f"key {key!r}: the text has {len(row.text):,} characters, more than the limit "
+                f"of {max_text_length:,} (--max-text-length)"
+            )
+        if row.kept:
+            kept.add(key)
+        elif row.duplicate_of is not None:
+            if row.duplicate_of == key:
+                raise InvalidInput(f"key {key!r} is a duplicate of itself")
+            wanted.setdefault(row.duplicate_of, key)
+        yield row
+    for target, key in wanted.items():
+        if target not in kept and not is_kept(target):
+            raise InvalidInput(
+                f"key {key!r} is a duplicate of {target!r}, which is kept neither in the "
+                "hand-over nor in the namespace"
+            )

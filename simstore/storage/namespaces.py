@@ -62,6 +62,7 @@ class Namespace:
     preset: Preset
     policy: Policy
     partition_seconds: int
+    max_distance: int = 3  # the SimHash radius: recorded for a policy that decides texts by it
 
 
 def prepare_schema(connections: Connections, auto_upgrade: bool | None) -> None:
@@ -94,19 +95,31 @@ def open_namespace(
     wanted: str | Preset | None,
     partition_seconds: int,
     policy: Policy | None = None,
+    max_distance: int | None = None,
 ) -> Namespace:
     """The namespace ``name``, created with ``wanted`` (or the default preset) and ``policy`` (or
-    the default policy) when it is new; an existing one adopts or checks its recorded recipe."""
+    the default policy) when it is new; an existing one adopts or checks its recorded recipe.
+
+    ``max_distance`` (None: the recorded one, else ``DEFAULT_MAX_DISTANCE``) is part of the
+    recipe of a policy that decides texts by the SimHash radius (``simhash``,
+    ``simhash-verified``): another one is refused like another option. A namespace of such a
+    policy whose recipe has no radius (made by simstore 0.4.0 or earlier) records the radius of
+    the first store that opens it, this one's or the default.
+    """
     requested = None if wanted is None else get_preset(wanted)
     for _attempt in range(3):
         row = _read_namespace(connections, name)
         if row is not None:
             preset = _adopt(row, requested, name, connections.url)
             if row.policy is None:  # made by 0.3 with unsigned rows: record the first policy
-                _record_policy(connections, int(row.id), policy or DEFAULT_POLICY)
+                first = policy or DEFAULT_POLICY
+                _record_policy(connections, int(row.id), first, recipe_of(first, max_distance))
                 continue
-            adopted = _adopt_policy(row.policy, policy, name, connections.url)
-            return Namespace(int(row.id), name, preset, adopted, int(row.partition_seconds))
+            adopted, radius = _adopt_policy(row.policy, policy, max_distance, name, connections.url)
+            if adopted.decides_texts_by_distance and recorded_radius(row.policy) is None:
+                _record_radius(connections, row, adopted, radius)
+                continue
+            return Namespace(int(row.id), name, preset, adopted, int(row.partition_seconds), radius)
         chosen = requested or get_preset("default")
         try:
             with connections.transaction() as conn:
@@ -122,7 +135,7 @@ def open_namespace(
                         created_at=utc_naive(None),
                         unsigned_rows=False,
                         minhash_scheme=minhash.SCHEME,
-                        policy=(policy or DEFAULT_POLICY).recipe(),
+                        policy=recipe_of(policy or DEFAULT_POLICY, max_distance),
                     )
                 )
         except exc.IntegrityError:
@@ -171,7 +184,31 @@ def _adopt(row: Any, requested: Preset | None, name: str, url: str) -> Preset:
     return requested
 
 
-def _record_policy(connections: Connections, ns_id: int, policy: Policy) -> None:
+DEFAULT_MAX_DISTANCE = 3
+"""The SimHash radius of a namespace that records none (``SimStore``'s ``max_distance``)."""
+
+
+def recipe_of(policy: Policy, max_distance: int | None) -> str:
+    """What a namespace records of its policy: ``Policy.recipe``, with the SimHash radius when
+    the policy decides texts by it (``max_distance``; None: ``DEFAULT_MAX_DISTANCE``)."""
+    recipe = policy.recipe()
+    if not policy.decides_texts_by_distance:
+        return recipe
+    data = json.loads(recipe)
+    data["max_distance"] = DEFAULT_MAX_DISTANCE if max_distance is None else max_distance
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def recorded_radius(recipe: str) -> int | None:
+    """The SimHash radius a recorded recipe holds (None: none recorded)."""
+    try:
+        value = json.loads(recipe).get("max_distance")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _record_policy(connections: Connections, ns_id: int, policy: Policy, recipe: str) -> None:
     log.warning(
         "namespace %d records no policy (made by simstore 0.3): recording %s", ns_id, policy
     )
@@ -179,22 +216,76 @@ def _record_policy(connections: Connections, ns_id: int, policy: Policy) -> None
         conn.execute(
             sa.update(namespaces)
             .where(namespaces.c.id == ns_id, namespaces.c.policy.is_(None))
-            .values(policy=policy.recipe())
+            .values(policy=recipe)
         )
 
 
-def _adopt_policy(recorded: str, requested: Policy | None, name: str, url: str) -> Policy:
-    """The recorded policy when none is requested; the requested one when it is the same."""
-    if requested is None:
-        return policy_from_recipe(recorded)
-    mine = requested.recipe()
-    if mine != recorded:
+def _record_radius(connections: Connections, row: Any, policy: Policy, radius: int) -> None:
+    """Record the radius in the recipe of a namespace that has none (only if the recipe is still
+    the one read: a store that recorded another radius first wins, and this one is then checked
+    against it)."""
+    log.warning(
+        "namespace %r records no max_distance (made by simstore 0.4.0 or earlier): recording "
+        "%d, this store's, which every later store must use",
+        row.name,
+        radius,
+    )
+    with connections.transaction() as conn:
+        conn.execute(
+            sa.update(namespaces)
+            .where(namespaces.c.id == row.id, namespaces.c.policy == row.policy)
+            .values(policy=recipe_of(policy, radius))
+        )
+
+
+def _shown(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _differences(stored: Policy, requested: Policy) -> list[str]:
+    """``option X: stored A, requested B`` for each option that differs (or the policy)."""
+    if stored.name != requested.name or type(stored) is not type(requested):
+        return [f"policy: stored {stored.name}, requested {requested.name}"]
+    mine, theirs = json.loads(stored.recipe())["params"], json.loads(requested.recipe())["params"]
+    return [
+        f"option {option}: stored {_shown(mine.get(option))}, "
+        f"requested {_shown(theirs.get(option))}"
+        for option in sorted(set(mine) | set(theirs))
+        if mine.get(option) != theirs.get(option)
+    ]
+
+
+def _adopt_policy(
+    recorded: str, requested: Policy | None, radius: int | None, name: str, url: str
+) -> tuple[Policy, int]:
+    """The recorded policy when none is requested, the requested one when it is the same; and
+    the radius: the recorded one, or the requested one when it is the same (a policy that does
+    not decide texts by the radius records none: the requested one or the default)."""
+    stored = policy_from_recipe(recorded)
+    chosen = stored
+    if requested is not None:
+        differ = _differences(stored, requested)
+        if differ:
+            raise PolicyMismatch(
+                f"namespace {name!r} in {url}: refusing another policy: "
+                + "; ".join(differ)
+                + ". Open it without a policy (and without its options) to use its own, or "
+                "give another namespace (--namespace NAME, SimStore(namespace=...)) for the "
+                "new one"
+            )
+        chosen = requested
+    kept = recorded_radius(recorded) if chosen.decides_texts_by_distance else None
+    if kept is None:
+        return chosen, DEFAULT_MAX_DISTANCE if radius is None else radius
+    if radius is not None and radius != kept:
         raise PolicyMismatch(
-            f"namespace {name!r} in {url} was made with policy {recorded}; refusing {mine}. "
-            "Open it without a policy to use its own, or give another namespace "
-            "(--namespace NAME, SimStore(namespace=...)) for the new policy"
+            f"namespace {name!r} in {url}: refusing another radius: max_distance: stored "
+            f"{kept}, requested {radius} (the {chosen.name} policy keeps a text only when no "
+            "kept text lies within it). Open it without max_distance to use its own (a query "
+            "may still search wider: query(text, max_distance=N), simstore query "
+            "--max-distance N), or give another namespace for the new radius"
         )
-    return requested
+    return chosen, kept
 
 
 _warned: set[tuple[str, str, timedelta | None, timedelta]] = set()

@@ -78,7 +78,7 @@ def project(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 def test_migrate_creates_the_schema_and_the_store_works(project: Path) -> None:
     before = manage(project, "simstore", "db", "check")
-    assert before.returncode != 0 and "simstore db upgrade" in before.stderr
+    assert before.returncode != 0 and "db upgrade" in before.stderr
     migrated = manage(project, "migrate")
     assert migrated.returncode == 0, migrated.stderr
     assert manage(project, "simstore", "db", "check").returncode == 0

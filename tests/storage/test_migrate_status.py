@@ -17,7 +17,7 @@ def test_a_fresh_file_is_not_up_to_date_and_the_message_names_the_command(tmp_pa
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     status = migrate.status(url)
     assert (status.revision, status.head, status.up_to_date) == (None, migrate.head(), False)
-    assert status.error is not None and f"simstore db upgrade --db '{url}'" in status.error
+    assert status.error is not None and f"simstore --db '{url}' db upgrade" in status.error
     assert status.message == f"{url}: none (no simstore schema yet) (head is {migrate.head()})"
     with pytest.raises(SchemaOutOfDate) as raised:
         migrate.check(url)

@@ -117,7 +117,7 @@ def test_a_host_alembic_history_lives_beside_simstore(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["postgresql", "mysql"])
 def test_a_server_behind_the_schema_is_refused_with_the_command(kind: str) -> None:
     url = new_server_database(kind)
-    with pytest.raises(SchemaOutOfDate, match="simstore db upgrade") as failure:
+    with pytest.raises(SchemaOutOfDate, match=r"simstore --db .* db upgrade") as failure:
         SimStore(url)
     assert "has no simstore schema yet" in str(failure.value)
     store = SimStore(url, auto_upgrade=True)

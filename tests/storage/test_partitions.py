@@ -202,7 +202,7 @@ def test_cli_partitions_postgresql_and_refuses_other_databases(tmp_path: Path) -
 
 def test_enable_takes_a_url_checks_the_schema_and_commits() -> None:
     fresh = new_server_database("postgresql")
-    with pytest.raises(SchemaOutOfDate, match="simstore db upgrade"):
+    with pytest.raises(SchemaOutOfDate, match=r"simstore --db .* db upgrade"):
         partitions.enable(fresh, interval="1d", keep="2d", now=DAY0)
     migrate.upgrade(fresh)
     layout = partitions.enable(fresh, interval="1d", keep="3d", now=DAY0)

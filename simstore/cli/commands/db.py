@@ -140,15 +140,25 @@ def load_command(settings: Settings, source: str, batch_size: int) -> None:
     continues from it and adding one of the corpus's records again replays its decision. The
     namespace is created if it is new; its preset and policy (the global options) must be those
     the result was made with. Keys the namespace already holds are skipped, so a load that
-    stopped is simply run again. Every row is checked before the first is written: a bad text,
-    distance, measure or score is refused (exit 4) and nothing is loaded.
+    stopped is simply run again. Every row is checked before the first is written: a bad or too
+    long text, a null fingerprint, a bad distance, measure or score, or a duplicate_of that names
+    no kept row (of the hand-over or the namespace) is refused (exit 4) and nothing is loaded.
     """
     from simstore.io import handover
+    from simstore.io.records import checked_handover
 
     with open_store(settings, create=True) as store:
         expect = handover.made_with(store.preset, store.policy, store.max_distance)
+
+        def is_kept(key: str) -> bool:
+            decision = store.get(key)
+            return decision is not None and decision.duplicate_of is None
+
         # every row checked first: a bad one is refused before anything is written
-        handover.check_rows(handover.read_parquet(source, expect=expect, batch_size=batch_size))
+        read = handover.read_parquet(source, expect=expect, batch_size=batch_size)
+        handover.check_rows(
+            checked_handover(read, max_text_length=store.max_text_length, is_kept=is_kept)
+        )
         rows = handover.read_parquet(source, expect=expect, batch_size=batch_size)
         report = store.load(rows, batch_size=batch_size)
     data = {

@@ -1,4 +1,4 @@
-"""Commands that need no database: ``fingerprint`` and ``presets``."""
+"""Commands that need no database: ``fingerprint``, ``presets`` and ``policies``."""
 
 from __future__ import annotations
 
@@ -50,3 +50,61 @@ def presets(settings: Settings) -> None:
         (p.name + " (default)" * (p.name == default), str(p.version), p.summary) for p in listed
     ]
     emit(settings, data, table(("name", "version", "summary"), rows))
+
+
+@main.command()
+@click.argument("name", required=False)
+@click.pass_obj
+def policies(settings: Settings, name: str | None) -> None:
+    """The policies, their options with defaults and meanings.
+
+    NAME shows one policy. Choose a policy with --policy NAME and set any of its options with
+    --policy-option KEY=VALUE (threshold and long_threshold also with --threshold and
+    --long-threshold); Flask and Django take the same names in SIMSTORE_POLICY and
+    SIMSTORE_POLICY_OPTIONS. A namespace records its policy with every option.
+    """
+    from simstore.policy.options import (
+        POLICY_NAMES,
+        RADIUS_MEANING,
+        default_name,
+        option_rows,
+        summary,
+    )
+    from simstore.policy.policies import POLICIES
+
+    if name is not None and name not in POLICY_NAMES:
+        raise click.BadParameter(
+            f"{name!r} is not a policy; the policies: {', '.join(POLICY_NAMES)}",
+            param_hint="NAME",
+        )
+    default = default_name()
+    data = []
+    blocks = []
+    for policy in [name] if name else POLICY_NAMES:
+        rows = option_rows(policy)
+        by_radius = bool(getattr(POLICIES[policy], "decides_texts_by_distance", True))
+        data.append(
+            {
+                "name": policy,
+                "default": policy == default,
+                "summary": summary(policy),
+                "options": [row._asdict() for row in rows],
+                "max_distance_decides": by_radius,
+            }
+        )
+        heading = f"{policy}{' (default)' * (policy == default)}: {summary(policy)}"
+        cells = [(row.name, _option_value(row.default), row.meaning) for row in rows]
+        lines = [heading, table(("option", "default", "meaning"), cells)]
+        if by_radius:
+            lines.append(RADIUS_MEANING)
+        blocks.append("\n".join(lines))
+    emit(settings, data, "\n\n".join(blocks))
+
+
+def _option_value(value: object) -> str:
+    """A default as --policy-option takes it: none, true/false, the number or the word."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

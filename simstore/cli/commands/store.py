@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from simstore.cli._app import Failure, Settings, main, open_store, read_argument
+from simstore.cli._app import (
+    Failure,
+    Settings,
+    check_text_radius,
+    main,
+    open_store,
+    read_argument,
+)
 from simstore.cli.output import (
     decision_json,
     emit,
@@ -24,6 +31,7 @@ from simstore.cli.output import (
 )
 from simstore.storage.db import redact
 from simstore.text.encoding import to_hex
+from simstore.validate import check_radius
 
 if TYPE_CHECKING:
     from simstore.results import Decision, Judged
@@ -39,7 +47,9 @@ TEXTS_NOT_STORED = (
 @click.option(
     "--max-distance",
     type=int,
-    help="SimHash search radius [default: 3]; only with --policy simhash or simhash-verified.",
+    help="SimHash search radius of this query [default: the namespace's, 3 unless recorded "
+    "otherwise]; only under the simhash or simhash-verified policy. A wider radius finds more "
+    "without changing what the namespace keeps.",
 )
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many matches.")
 @click.pass_obj
@@ -51,9 +61,11 @@ def query(settings: Settings, text: str, max_distance: int | None, limit: int | 
     the measure and score that confirmed it ('-': the distance decided), its fingerprint and when
     it was added. Nothing is added.
     """
-    radius = max_distance
-    with open_store(settings, max_distance=radius) as store:
-        found = store.search(read_argument(text), limit=limit)
+    radius = None if max_distance is None else check_radius(max_distance)
+    with open_store(settings) as store:
+        check_text_radius(store.policy, radius)
+        # the query's own radius: the namespace's recorded radius stays what decides adds
+        found = store.search(read_argument(text), limit=limit, max_distance=radius)
     data = {
         "fingerprint": found.hex,
         "policy": found.policy,

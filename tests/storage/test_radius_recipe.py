@@ -1,0 +1,136 @@
+"""The SimHash policies' radius is part of a namespace's recipe: it decides what is kept, so a
+second store with another ``max_distance`` is refused like another option (a query may still
+search wider), and a namespace that records none adopts the radius of the first store that opens
+it. On every dialect, and through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from simstore.errors import PolicyMismatch
+from simstore.storage.schema import namespaces
+from tests.conftest import StoreFactory
+
+# unrelated texts: their fingerprints lie 20-40 bits apart (a 64-bit SimHash of unrelated texts is
+# about 32 bits from another), so a radius of 25 merges many of them and 3 none
+UNRELATED = [
+    f"{subject} {verb} the {thing} near the {place} on day {day}"
+    for day, (subject, verb, thing, place) in enumerate(
+        [
+            ("the baker", "sells", "bread", "station"),
+            ("a sailor", "mends", "nets", "harbour"),
+            ("my aunt", "paints", "fences", "school"),
+            ("the mayor", "opens", "bridges", "river"),
+            ("our cat", "chases", "mice", "barn"),
+            ("two pilots", "fly", "gliders", "hills"),
+            ("the choir", "sings", "hymns", "chapel"),
+            ("a farmer", "plants", "onions", "market"),
+        ]
+    )
+]
+
+
+def recorded(engine: Engine, namespace: str) -> dict[str, object]:
+    """The recipe a namespace recorded, read with plain SQL as an analyst would."""
+    with engine.connect() as conn:
+        text = conn.execute(
+            sa.select(namespaces.c.policy).where(namespaces.c.name == namespace)
+        ).scalar_one()
+    data: dict[str, object] = json.loads(text)
+    return data
+
+
+def test_the_radius_is_recorded_and_another_one_refused(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    made = make_store(policy="simhash", max_distance=5)
+    assert recorded(engine, made.namespace)["max_distance"] == 5
+    for text_number, text in enumerate(UNRELATED):
+        assert made.add(text, key=f"k{text_number}").inserted
+    for other in (3, 25):
+        with pytest.raises(PolicyMismatch) as refused:
+            make_store(max_distance=other)
+        message = str(refused.value)
+        assert f"max_distance: stored 5, requested {other}" in message
+        assert "query" in message and "\n" not in message
+    adopted = make_store()  # without a radius: the recorded one
+    assert adopted.max_distance == 5
+    assert make_store(max_distance=5, policy="simhash").max_distance == 5
+    # a query may search wider than the namespace keeps, without changing what it keeps
+    wide = adopted.query(UNRELATED[0] + " again", max_distance=32)
+    assert wide and wide[0].key == "k0"
+    assert recorded(engine, made.namespace)["max_distance"] == 5
+
+
+def test_a_namespace_without_a_recorded_radius_adopts_the_first_stores(
+    make_store: StoreFactory, engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    made = make_store(policy="simhash-verified")
+    namespace = made.namespace
+    made.close()
+    # as simstore 0.4.0 recorded it: the policy's recipe without a radius
+    recipe = recorded(engine, namespace)
+    del recipe["max_distance"]
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(namespaces)
+            .where(namespaces.c.name == namespace)
+            .values(policy=json.dumps(recipe, sort_keys=True, separators=(",", ":")))
+        )
+    with caplog.at_level(logging.WARNING, logger="simstore"):
+        first = make_store(max_distance=4)
+    assert first.max_distance == 4
+    assert "records no max_distance" in caplog.text
+    assert recorded(engine, namespace)["max_distance"] == 4
+    with pytest.raises(PolicyMismatch, match="max_distance: stored 4, requested 6"):
+        make_store(max_distance=6)
+    assert make_store().max_distance == 4
+
+
+def test_the_minhash_policy_records_no_radius(make_store: StoreFactory, engine: Engine) -> None:
+    made = make_store()
+    assert "max_distance" not in recorded(engine, made.namespace)
+    assert make_store(max_distance=5).max_distance == 5  # it governs bare fingerprints only
+
+
+def test_another_policy_option_is_refused_in_one_line(make_store: StoreFactory) -> None:
+    make_store(policy="simhash-verified")
+    from simstore.policy.policies import SimHashVerification
+
+    with pytest.raises(PolicyMismatch) as refused:
+        make_store(policy=SimHashVerification(threshold=0.7))
+    message = str(refused.value)
+    assert "option threshold: stored 0.8, requested 0.7" in message
+    assert "{" not in message and "\n" not in message and len(message) < 400
+    assert "another namespace" in message  # how to proceed
+    with pytest.raises(PolicyMismatch, match="policy: stored simhash-verified, requested minhash"):
+        make_store(policy="minhash")
+
+
+def test_ingest_with_a_wider_radius_is_refused_from_the_command_line(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    lines = [json.dumps({"id": f"u{i}", "text": text}) for i, text in enumerate(UNRELATED)]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "simstore.cli", "--db", url, *args]
+        return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, check=False)
+
+    made = run("--policy", "simhash", "--namespace", "n", "ingest", "in.jsonl")
+    assert made.returncode == 0, made.stderr
+    again = run("--namespace", "n", "ingest", "--max-distance", "25", "in.jsonl")
+    assert again.returncode == 4, again.stderr
+    assert "max_distance: stored 3, requested 25" in again.stderr
+    assert "unexpected" not in again.stderr
+    # the query's own radius is no change of the namespace: it is answered
+    query = run("--json", "--namespace", "n", "query", "--max-distance", "30", UNRELATED[0])
+    assert query.returncode == 0, query.stderr
+    assert json.loads(query.stdout)["matches"][0]["key"] == "u0"
