@@ -1,4 +1,4 @@
-"""Make the frozen SQLite database of the current schema revision for tests/storage/test_upgrade_frozen.py.
+"""Make the frozen SQLite database of the current schema revision for test_upgrade_frozen.py.
 
 Run it from the repository root, once per released schema revision:
 

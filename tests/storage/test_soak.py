@@ -230,7 +230,7 @@ def test_soak_reduced(database_url: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.soak  # deselected unless asked for: pytest -m slow tests/storage/test_soak.py (conftest)
+@pytest.mark.soak  # deselected unless asked for: pytest -m slow (see conftest)
 @RACING
 def test_soak_full(database_url: str, dialect: str, capsys: pytest.CaptureFixture[str]) -> None:
     figures = run_soak(database_url, PROCESSES, FULL_ADDS)

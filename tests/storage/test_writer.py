@@ -1,0 +1,141 @@
+"""The writer: a batch decided and written in input order, a key added again replays its recorded
+decision, and a key added again with another fingerprint is a ``KeyConflict``; on every dialect.
+
+Expected decisions are worked out by hand from Hamming distances of fingerprints chosen here (the
+store's radius is 3); what was written is read back from the tables.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+import sqlalchemy as sa
+
+from simstore.errors import BatchFailed, KeyConflict
+from simstore.results import Decision
+from simstore.storage.schema import decisions, fingerprints, namespaces
+from simstore.store import SimStore
+from tests.conftest import StoreFactory
+
+A = 0x0123_4567_89AB_CDEF
+C = 0xFEDC_BA98_7654_3210  # 64 bits from A
+B = A ^ 0b101  # 2 bits from A
+D = C ^ (1 << 63)  # 1 bit from C, above 2**63: the signed BIGINT's sign bit
+E = A ^ 0b1110  # 3 bits from A, 3 from B: A is nearer in time order only
+AT = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+
+
+def written(store: SimStore) -> tuple[dict[str, int], dict[str, str]]:
+    """(kept key -> fingerprint, duplicate key -> the kept key it was recorded against)."""
+    with store.engine.connect() as conn:
+        ns = conn.execute(
+            sa.select(namespaces.c.id).where(namespaces.c.name == store.namespace)
+        ).scalar_one()
+        kept = conn.execute(
+            sa.select(fingerprints.c.key, fingerprints.c.fp).where(fingerprints.c.ns_id == ns)
+        ).all()
+        duplicates = conn.execute(
+            sa.select(decisions.c.key, decisions.c.duplicate_of).where(
+                decisions.c.ns_id == ns, decisions.c.inserted.is_(False)
+            )
+        ).all()
+    return {k: int(fp) % (1 << 64) for k, fp in kept}, {k: of for k, of in duplicates}
+
+
+def outcome(decisions: list[Decision]) -> list[tuple[str, bool, str | None]]:
+    return [(d.key, d.inserted, d.duplicate_of.key if d.duplicate_of else None) for d in decisions]
+
+
+def test_a_batch_is_decided_and_written_in_input_order(make_store: StoreFactory) -> None:
+    store = make_store()
+    items = [
+        {"key": "b", "fingerprint": B},
+        {"key": "c", "fingerprint": C},
+        {"key": "a", "fingerprint": A},
+        {"key": "d", "fingerprint": D},
+        {"key": "e", "fingerprint": E},
+    ]
+    decisions = list(store.add_many(items, at=AT))
+    # b comes first: a (2 bits away) and e (3 bits) are its duplicates, not the other way round
+    assert outcome(decisions) == [
+        ("b", True, None),
+        ("c", True, None),
+        ("a", False, "b"),
+        ("d", False, "c"),
+        ("e", False, "b"),
+    ]
+    assert written(store) == ({"b": B, "c": C}, {"a": "b", "d": "c", "e": "b"})
+
+
+def test_one_batch_decides_as_adds_one_at_a_time(make_store: StoreFactory) -> None:
+    items = [("a", A), ("e", E), ("b", B), ("c", C), ("d", D)]
+    batched = make_store(namespace="batched")
+    one_by_one = make_store(namespace="one-by-one")
+    many = list(batched.add_many([{"key": k, "fingerprint": f} for k, f in items], at=AT))
+    single = [one_by_one.add(key=k, fingerprint=f, at=AT) for k, f in items]
+    assert outcome(many) == outcome(single)
+    assert outcome(many)[:3] == [("a", True, None), ("e", False, "a"), ("b", False, "a")]
+    assert written(batched) == written(one_by_one)
+
+
+def test_a_key_added_again_replays_its_decision_and_writes_nothing(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    assert store.add(key="a", fingerprint=A, at=AT).inserted
+    first = store.add(key="b", fingerprint=B, at=AT)
+    before = written(store)
+
+    again = store.add(key="b", fingerprint=B)
+    assert again.replayed and not first.replayed
+    assert (again.inserted, again.recorded_as) == (False, "a")
+    assert again.duplicate_of is not None and again.duplicate_of.key == "a"
+    assert again.duplicate_of.distance == 2
+    kept_again = store.add(key="a", fingerprint=A)
+    assert kept_again.replayed and kept_again.inserted
+    # in a batch too, and a key twice in one batch: the second is its first's decision
+    batch = list(store.add_many([{"key": "b", "fingerprint": B}] * 2))
+    assert [(d.replayed, d.inserted, d.recorded_as) for d in batch] == [(True, False, "a")] * 2
+    fresh = list(store.add_many([{"key": "n", "fingerprint": C}, {"key": "n", "fingerprint": C}]))
+    assert [(d.inserted, d.replayed) for d in fresh] == [(True, False), (True, True)]
+    assert written(store) == ({**before[0], "n": C}, before[1])
+
+
+def test_a_key_added_again_with_another_fingerprint_is_a_key_conflict(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    store.add(key="a", fingerprint=A, at=AT)
+    store.add(key="b", fingerprint=B, at=AT)
+    before = written(store)
+    with pytest.raises(KeyConflict, match="'a'"):
+        store.add(key="a", fingerprint=C)
+    with pytest.raises(KeyConflict, match="'b'"):
+        store.add(key="b", fingerprint=A)
+    # a batch holding a conflict is written not at all, the items before it included
+    with pytest.raises(BatchFailed) as failed:
+        list(store.add_many([{"key": "new", "fingerprint": D}, {"key": "a", "fingerprint": C}]))
+    assert isinstance(failed.value.__cause__, KeyConflict)
+    with pytest.raises(BatchFailed) as twice:
+        list(store.add_many([{"key": "x", "fingerprint": D}, {"key": "x", "fingerprint": C}]))
+    assert isinstance(twice.value.__cause__, KeyConflict)
+    assert written(store) == before
+
+
+def test_a_load_skips_a_known_key_and_refuses_one_with_another_fingerprint(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    store.add(key="a", fingerprint=A, at=AT)
+    rows = [
+        {"key": "a", "fingerprint": A, "kept": True},
+        {"key": "c", "fingerprint": C, "kept": True},
+        {"key": "d", "fingerprint": D, "kept": False, "duplicate_of": "c", "distance": 1},
+    ]
+    report = store.load(rows, at=AT)
+    assert (report.kept, report.duplicates, report.skipped) == (1, 1, 1)
+    assert written(store) == ({"a": A, "c": C}, {"d": "c"})
+    with pytest.raises(KeyConflict, match="'c'"):
+        store.load([{"key": "c", "fingerprint": A, "kept": True}], at=AT)
+    assert written(store) == ({"a": A, "c": C}, {"d": "c"})
