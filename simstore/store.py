@@ -528,8 +528,9 @@ class SimStore:
         from simstore.io import report as reporting
 
         return reporting.write(
-            self, path, since=since, sample=sample, clusters=clusters, texts=texts, now=now
-        )
+            self.scope, path, near_misses=self.near_misses, since=since, sample=sample,
+            clusters=clusters, texts=texts, now=now,
+        )  # fmt: skip
 
 
 def _unpack(raw: object) -> tuple[Any, Any, Any, Any]:

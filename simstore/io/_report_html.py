@@ -82,6 +82,7 @@ code { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; background: #f0f2
 del { background: #fbd3d0; text-decoration: line-through; color: #7a1f17; }
 ins { background: #cdebd3; text-decoration: none; color: #14532d; }
 .inside { color: #1e6b34; } .outside { color: #a1281c; } .at { color: #8a5a00; }
+.merge { color: #2c5aa0; }
 .when, td code { white-space: nowrap; }
 .clip { max-width: 520px; white-space: pre-wrap; word-break: break-word; }
 """
@@ -443,29 +444,40 @@ def _nearest(report: Report) -> str:
     return note + "".join(_pair(report, near) for near in report.nearest)
 
 
+def _refused_side(report: Report, text: str | None) -> str:
+    """One side of a refused pair that is not known: a long text's (the store keeps only short
+    texts), which only the source records can give."""
+    if text:
+        return _e(text)
+    if text is not None:  # an empty comparison text
+        return ""
+    if report.texts_given:
+        return f'<span class="note">{_e("not in the source records given")}</span>'
+    hint = "; give the source records (--texts) to see it"
+    return f'<span class="note">{_e(NOT_KEPT_LONG + hint)}</span>'
+
+
 def _refused_pair(report: Report, refused: Refused) -> str:
     unit = refused.measure == DISTANCE_MEASURE
     bar = f"<= {refused.threshold:g} bits" if unit else f">= {refused.threshold:g}"
+    merge = (
+        ""
+        if refused.merged_by is None
+        else f'<span class="merge">would merge: {_e(refused.merged_by)}</span>'
+    )
     head = (
         f'<div class="head"><b><code>{_e(refused.key)}</code> kept apart from '
         f"<code>{_e(refused.candidate)}</code></b>"
         f"<span>{_e(refused.measure)} {_e(_number(refused.score, 4))}</span>"
-        f'<span class="outside">{_e(refused.reason)} (needs {_e(bar)})</span>'
+        f'<span class="outside">{_e(refused.reason)} (needs {_e(bar)})</span>{merge}'
         f"<code>{_e(report.explain_command(refused.key))}</code></div>"
     )
-    if refused.kept_text is not None and refused.new_text is not None:
-        left, right = diff(_clip(refused.kept_text) or "", _clip(refused.new_text) or "")
+    kept = _clip(refused.source_kept if refused.source_kept is not None else refused.kept_text)
+    new = _clip(refused.source_new if refused.source_new is not None else refused.new_text)
+    if kept is not None and new is not None:
+        left, right = diff(kept, new)
     else:
-        left = (
-            _e(refused.kept_text)
-            if refused.kept_text
-            else f'<span class="note">{_e(NOT_KEPT_LONG)}</span>'
-        )
-        right = (
-            _e(refused.new_text)
-            if refused.new_text
-            else f'<span class="note">{_e(NOT_KEPT_LONG)}</span>'
-        )
+        left, right = _refused_side(report, kept), _refused_side(report, new)
     sides = _side(f"kept earlier: {refused.candidate}", left) + _side(f"kept: {refused.key}", right)
     return f'<div class="pair">{head}<div class="sides">{sides}</div></div>'
 
@@ -479,8 +491,10 @@ def _refused(report: Report) -> str:
     note = (
         f'<p class="note">The other side of the thresholds: of the latest {report.probed:,} kept '
         f"texts, the {len(report.refused):,} whose nearest candidate was refused closest to a "
-        "threshold, with the reason (a score under it, a look-alike, outside the window). A "
-        "pair here that should have merged says which knob to move.</p>"
+        "threshold, with the reason (a score under it, a look-alike, outside the window) and the "
+        "option that would have merged it (checked by judging the pair again with it changed: "
+        "set it with --policy-option NAME=VALUE, --threshold, --long-threshold or "
+        "--max-distance on a new namespace, or --keep).</p>"
     )
     return note + "".join(_refused_pair(report, refused) for refused in report.refused)
 

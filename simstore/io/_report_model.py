@@ -6,9 +6,11 @@ them and not each other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+
+from simstore.results import Judged
 
 SCORE_BINS = 100  # score histograms: bins of 0.01
 DISTANCE_MEASURE = "distance"  # how the page names decisions made by SimHash distance alone
@@ -17,6 +19,10 @@ TEXT_CHARACTERS = 3_000  # each side of a pair is cut to this many characters
 
 Texts = Mapping[str, str] | Callable[[frozenset[str]], Mapping[str, str]]
 """Source texts by key: a mapping, or a function given the keys wanted that returns theirs."""
+
+NearMisses = Callable[[str], Sequence[Judged]]
+"""A kept key's candidates as the policy judges them, nearest its bars first
+(``SimStore.near_misses``)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,9 @@ class Refused:
     added_at: datetime
     kept_text: str | None = None  # the candidate's normalised text, where the store keeps it
     new_text: str | None = None  # the kept text's own
+    merged_by: str | None = None  # the option change that would have merged them (or none found)
+    source_kept: str | None = None  # from ``texts``, normalised as the policy compares
+    source_new: str | None = None
 
 
 @dataclass(frozen=True)

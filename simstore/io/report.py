@@ -2,25 +2,30 @@
 
 ``gather`` reads a namespace with SQL aggregates and bounded samples only (counts per day, score
 and distance histograms per measure, the biggest clusters, the decisions nearest the policy's
-thresholds), never the namespace itself, on every dialect. ``simstore.io._report_html`` renders the
-result as one self-contained page: inline CSS and SVG, no script, nothing loaded from anywhere.
+thresholds), never the namespace itself, on every dialect; the queries are
+``simstore.storage.audit``'s. ``simstore.io._report_html`` renders the result as one
+self-contained page: inline CSS and SVG, no script, nothing loaded from anywhere.
 
 The store keeps the normalised text of short kept texts only, and never the text of a duplicate,
 so the two sides of a decision can be shown only where they are known: a caller may pass
 ``texts``, the source records (a mapping, or a function given the keys it needs), and the page
 says for each side what is and is not known.
+
+Each refused pair says which option of the policy (or of the store: ``max_distance``, ``keep``)
+would have merged it: the pair is judged again with that option changed, so the page never
+names a change that the policy's other rules would still refuse.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timedelta
+from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from simstore.errors import InvalidInput, InvalidType
@@ -34,6 +39,7 @@ from simstore.io._report_model import (
     Histogram,
     Measure,
     Near,
+    NearMisses,
     Refused,
     Report,
     Texts,
@@ -42,21 +48,22 @@ from simstore.io._report_model import (
 from simstore.io.outputs import check_paths, replaced
 from simstore.policy.policies import Item, Policy
 from simstore.results import Judged
+from simstore.storage import audit, reads
 from simstore.storage.db import redact
-from simstore.storage.retention import parse_duration, utc_naive
-from simstore.storage.schema import decision_log, decisions, fingerprints, kept_text_of
+from simstore.storage.reads import KeptRow
+from simstore.storage.retention import format_duration, parse_duration, utc_naive
+from simstore.storage.scope import Scope
 from simstore.text._algorithms import default_normalise
 from simstore.validate import check_int
-
-if TYPE_CHECKING:
-    from simstore.store import SimStore
 
 __all__ = [
     "DISTANCE_MEASURE",
     "MAX_SAMPLE",
+    "NearMisses",
     "Report",
     "Texts",
     "gather",
+    "merging_option",
     "render",
     "thresholds",
     "write",
@@ -87,8 +94,9 @@ def _check_texts(texts: object) -> Texts | None:
 
 
 def gather(
-    store: SimStore,
+    scope: Scope,
     *,
+    near_misses: NearMisses,
     since: str | timedelta | float | None = None,
     sample: int = 200,
     clusters: int = 10,
@@ -97,39 +105,76 @@ def gather(
 ) -> Report:
     """What the namespace decided (decided since ``now - since``, or ever), in bounded memory.
 
-    ``sample`` is how many decisions nearest a threshold to show, ``clusters`` how many of the
-    biggest clusters; ``texts`` the source texts by key (see ``Texts``), for the side-by-side view.
+    :param scope: the open namespace (``SimStore.scope``).
+    :param near_misses: a kept key's candidates as the policy judges them, nearest its bars
+        first (``SimStore.near_misses``): the refused pairs come from it.
+    :param since: only what was decided within this long before ``now``.
+    :param sample: how many decisions nearest a threshold to show.
+    :param clusters: how many of the biggest clusters to show.
+    :param texts: the source texts by key (see ``Texts``), for the side-by-side views.
+    :param now: the report's moment (default: now).
     """
     check_int("sample", sample, lowest=1, highest=MAX_SAMPLE)
     check_int("clusters", clusters, lowest=1, highest=MAX_SAMPLE)
     moment = utc_naive(now)
     start = _check_since(since, moment)
     source = _check_texts(texts)
-    scores, radii = thresholds(store.policy, store.max_distance)
-    reader = _Reader(store.ns_id, start)
-    with store.connections.reading() as conn:
-        kept_rows, kept_with_text = reader.kept_rows(conn)
-        days = reader.days(conn)
-        measures = reader.measures(conn)
-        histograms = reader.histograms(conn, measures, scores, radii)
-        biggest = reader.clusters(conn, clusters)
-        nearest = reader.nearest(conn, measures, scores, radii, sample)
-        orphaned = reader.orphaned(conn)
-        nearest = _with_kept_texts(conn, store.ns_id, nearest)
-        probe = reader.recent_kept(conn, PROBED_KEPT)
-    refused = _refused(store, probe, sample)
+    policy, radius = scope.policy, scope.max_distance
+    scores, radii = thresholds(policy, radius)
+    decided = audit.Decided(scope.ns_id, start)
+    with scope.connections.reading() as conn:
+        kept_rows, kept_with_text = decided.kept_rows(conn)
+        days = tuple(Day(*day) for day in decided.per_day(conn))
+        measures = _measures(decided.per_measure(conn))
+        histograms = _histograms(decided, conn, measures, scores, radii)
+        biggest = tuple(
+            Cluster(row.key, row.size, row.added_at, row.last_at, row.text)
+            for row in decided.clusters(conn, clusters)
+        )
+        nearest = _nearest(decided, conn, measures, scores, radii, sample)
+        orphaned = decided.orphaned(conn)
+        kept = audit.kept_texts(conn, scope.ns_id, [near.duplicate_of for near in nearest])
+        probe = decided.recent_kept(conn, PROBED_KEPT)
+    nearest = tuple(
+        dataclasses.replace(
+            near, kept_text=kept.get(near.duplicate_of), kept_row=near.duplicate_of in kept
+        )
+        for near in nearest
+    )
+    refused = _refused(scope, near_misses, probe, sample)
     if source is not None:
         # one request for every key the page needs (the source may be a file read once)
         wanted = frozenset(key for near in nearest for key in (near.key, near.duplicate_of))
         wanted |= {c.key for c in biggest if c.text is None and c.kept_at is not None}
+        # a refused pair's texts where the store keeps none (long texts)
+        wanted |= {r.key for r in refused if r.new_text is None}
+        wanted |= {r.candidate for r in refused if r.kept_text is None}
         found = _source_texts(source, wanted) if wanted else {}
-        nearest = _with_source(nearest, found, store.policy, store.max_distance)
-        biggest = _clusters_with_source(biggest, found, store.policy, store.max_distance)
+        compared = {key: compared_text(policy, text, radius) for key, text in found.items()}
+        nearest = tuple(
+            dataclasses.replace(
+                near, source_kept=compared.get(near.duplicate_of), source_new=compared.get(near.key)
+            )
+            for near in nearest
+        )
+        # clusters whose kept text the store does not keep (long texts) get it from the source
+        biggest = tuple(
+            dataclasses.replace(c, text=compared[c.key])
+            if c.key in compared and c.text is None
+            else c
+            for c in biggest
+        )
+        refused = tuple(
+            dataclasses.replace(
+                r, source_kept=compared.get(r.candidate), source_new=compared.get(r.key)
+            )
+            for r in refused
+        )
     return Report(
-        namespace=store.namespace,
-        database=redact(store.url),
-        preset=store.preset.label,
-        policy=store.policy.describe(store.max_distance),
+        namespace=scope.namespace,
+        database=redact(scope.connections.url),
+        preset=scope.preset.label,
+        policy=policy.describe(radius),
         generated_at=moment,
         since=start,
         kept_rows=kept_rows,
@@ -154,26 +199,136 @@ PROBED_KEPT = 200
 """Kept texts (the latest) whose nearest refused candidates the report looks for."""
 
 
-def _refused(store: SimStore, keys: Sequence[str], sample: int) -> tuple[Refused, ...]:
-    """The refused candidate nearest its bar of each kept key, nearest first (a query each)."""
-    found: list[tuple[float, str, Refused]] = []
+def _refused(
+    scope: Scope, near_misses: NearMisses, keys: Sequence[str], sample: int
+) -> tuple[Refused, ...]:
+    """The refused candidate nearest its bar of each kept key, nearest first (a query each),
+    with the texts the store keeps and the option that would have merged each."""
+    found: list[tuple[float, str, Judged]] = []
     for key in keys:
-        for judged in store.near_misses(key, limit=1):
+        for judged in near_misses(key)[:1]:
             if not judged.matched:
-                found.append((judged.margin, key, _as_refused(key, judged)))
+                found.append((judged.margin, key, judged))
     found.sort(key=lambda entry: entry[:2])
-    shown = [refused for _, _, refused in found[: min(sample, 50)]]
-    texts = {key: store.kept_text(key) for r in shown for key in (r.key, r.candidate)}
-    return tuple(
-        dataclasses.replace(r, kept_text=texts[r.candidate], new_text=texts[r.key]) for r in shown
-    )
+    shown = found[: min(sample, 50)]
+    with scope.connections.reading() as conn:
+        rows = {
+            key: reads.kept_row(conn, scope, key)
+            for _, new, judged in shown
+            for key in (new, judged.key)
+        }
+    out = []
+    for _, key, judged in shown:
+        new, old = rows[key], rows[judged.key]
+        option = None if new is None or old is None else merging_option(scope, new, old, judged)
+        measure = DISTANCE_MEASURE if judged.measure == "distance" else judged.measure
+        out.append(
+            Refused(
+                key,
+                judged.key,
+                measure,
+                judged.score,
+                judged.threshold,
+                judged.reason,
+                judged.added_at,
+                kept_text=None if old is None else old.item.text,
+                new_text=None if new is None else new.item.text,
+                merged_by=option,
+            )
+        )
+    return tuple(out)
 
 
-def _as_refused(key: str, judged: Judged) -> Refused:
-    measure = DISTANCE_MEASURE if judged.measure == "distance" else judged.measure
-    return Refused(
-        key, judged.key, measure, judged.score, judged.threshold, judged.reason, judged.added_at
-    )
+NO_OPTION = "no one change of an option found that merges it"
+_STEPS = 3  # options changed one after another at the most (a look-alike's two count as one)
+_PLACES = re.compile(r"look-alike: (\d+) replaced word")
+# the policy's bars a refused score may lie under, in the order a report names them
+_BARS = ("threshold", "long_threshold", "cjk_long_threshold", "prefilter")
+
+
+def merging_option(scope: Scope, new: KeptRow, old: KeptRow, judged: Judged) -> str:
+    """Which option, changed, would have merged kept ``new`` with its refused candidate ``old``
+    (``judged``, the policy's verdict), as ``name=value (now value)``; ``NO_OPTION`` when no
+    change found does.
+
+    Each change is checked by judging the pair again with it (the policy's other rules may still
+    refuse the pair: then the next change they ask for is added, a few at the most). A score
+    under its bar lowers the bar to the score (two places, rounded down), a look-alike allows its
+    replaced words (and numbers that differ), a distance widens the radius, and a candidate
+    outside the retention window asks for a longer ``keep``.
+    """
+    policy, radius, item, kept = scope.policy, scope.max_distance, new.item, old.as_kept()
+    changes: list[str] = []
+    if judged.reason == "outside the retention window":
+        age = new.added_at - old.added_at
+        longer = _longer_than(age)
+        now = "none" if scope.keep is None else format_duration(scope.keep)
+        changes.append(f"keep={format_duration(longer)} (now {now})")
+        judged = policy.judge(item, kept, radius)
+        if judged.matched:
+            return " and ".join(changes)
+    for _ in range(_STEPS):
+        options = _options(policy, judged)
+        distance = options.pop("max_distance", None)
+        if not options and distance is None:
+            break
+        try:
+            changed = dataclasses.replace(policy, **options) if options else policy  # type: ignore[type-var]
+        except (InvalidInput, TypeError):
+            break
+        changes += [
+            f"{name}={_shown(v)} (now {_shown(getattr(policy, name))})"
+            for name, v in options.items()
+        ]
+        if distance is not None:
+            changes.append(f"max_distance={distance} (now {radius})")
+            radius = distance
+        policy = changed
+        judged = policy.judge(dataclasses.replace(item, radius=radius), kept, radius)
+        if judged.matched:
+            return " and ".join(changes)
+    return NO_OPTION
+
+
+def _options(policy: Policy, judged: Judged) -> dict[str, Any]:
+    """The options that the reason ``judged`` gives asks to change (``max_distance``: the
+    store's radius)."""
+    reason = judged.reason
+    if judged.measure == "distance":
+        return {"max_distance": judged.distance} if judged.distance > judged.threshold else {}
+    places = _PLACES.match(reason)
+    if places is not None:
+        count = int(places.group(1))
+        if reason.endswith("in the opening"):
+            return _present(policy, {"max_opening_replaced": count})
+        wanted: dict[str, Any] = {}
+        allowed = getattr(policy, "max_replaced", None)
+        if allowed is not None and count > allowed:
+            wanted["max_replaced"] = count
+        if "numbers differ" in reason:
+            wanted["numbers_matter"] = False
+        return _present(policy, wanted)
+    if "under" in reason:
+        lowered = math.floor(judged.score * 100) / 100
+        for name in _BARS:
+            if getattr(policy, name, None) == judged.threshold and lowered < judged.threshold:
+                return {name: lowered}
+    return {}
+
+
+def _present(policy: Policy, options: dict[str, Any]) -> dict[str, Any]:
+    """The options that the policy has (a policy's own subclass may lack some)."""
+    return {name: value for name, value in options.items() if hasattr(policy, name)}
+
+
+def _shown(value: object) -> str:
+    return "true" if value is True else "false" if value is False else f"{value}"
+
+
+def _longer_than(age: timedelta) -> timedelta:
+    """The shortest whole number of days (of hours, under a day) longer than ``age``."""
+    unit = timedelta(days=1) if age >= timedelta(days=1) else timedelta(hours=1)
+    return unit * (age // unit + 1)
 
 
 def render(report: Report) -> str:
@@ -182,15 +337,16 @@ def render(report: Report) -> str:
 
 
 def write(
-    store: SimStore,
+    scope: Scope,
     path: str | os.PathLike[str] | None = None,
     **options: Any,
 ) -> str:
-    """Gather (``options`` as ``gather`` takes them) and render; write the page to ``path`` too
-    (refused when it is the store's database file; replaced whole, never left half-written)."""
+    """Gather (``options`` as ``gather`` takes them: ``near_misses`` and the rest) and render;
+    write the page to ``path`` too (refused when it is the store's database file; replaced
+    whole, never left half-written)."""
     if path is not None:
-        check_paths({"the report's path": path}, database=store.engine.url)
-    html = render(gather(store, **options))
+        check_paths({"the report's path": path}, database=scope.connections.engine.url)
+    html = render(gather(scope, **options))
     if path is not None:
         try:
             with replaced(path) as stream:
@@ -202,237 +358,72 @@ def write(
     return html
 
 
-def _day(value: object) -> str:
-    """``date(decided_at)`` as the dialect returns it (text on SQLite, a date elsewhere)."""
-    if isinstance(value, (date, datetime)):
-        return f"{value:%Y-%m-%d}"
-    return str(value)[:10]
+def _measures(
+    rows: Iterable[tuple[str | None, int, float | None, float | None]],
+) -> tuple[Measure, ...]:
+    found = [
+        Measure(measure or DISTANCE_MEASURE, count, low, high) for measure, count, low, high in rows
+    ]
+    return tuple(sorted(found, key=lambda m: (-m.duplicates, m.measure)))
 
 
-def _score_bin(conn: Connection, score: Any) -> Any:
-    """floor(score * SCORE_BINS) (SQLite may lack floor(): a cast truncates non-negative values;
-    the other dialects' casts round, so they use floor)."""
-    scaled = score * SCORE_BINS + 1e-9  # 0.57 * 100 is 56.99999999999999
-    if conn.dialect.name == "sqlite":
-        return sa.cast(scaled, sa.Integer)
-    return sa.func.floor(scaled)
+def _histograms(
+    decided: audit.Decided,
+    conn: Connection,
+    measures: Iterable[Measure],
+    scores: Mapping[str, tuple[Threshold, ...]],
+    radii: tuple[Threshold, ...],
+) -> tuple[Histogram, ...]:
+    by_score: dict[str, dict[int, int]] = {}
+    for measure, value, count in decided.score_bins(conn, SCORE_BINS):
+        bins = by_score.setdefault(measure or DISTANCE_MEASURE, {})
+        # bin SCORE_BINS holds the scores of exactly 1.0 (exact copies), drawn apart
+        index = min(max(value, 0), SCORE_BINS)
+        bins[index] = bins.get(index, 0) + count
+    by_distance: dict[str, dict[int, int]] = {}
+    for measure, distance, count in decided.distances(conn):
+        by_distance.setdefault(measure or DISTANCE_MEASURE, {})[distance] = count
+    out: list[Histogram] = []
+    for shown in measures:
+        name = shown.measure
+        if name in by_score:
+            out.append(Histogram(name, "score", by_score[name], scores.get(name, ())))
+        if name in by_distance:
+            # the radii decide only what the distance decided (and, under simhash-verified,
+            # bound the short texts' candidates); band keys find the minhash policy's
+            drawn = radii if name == DISTANCE_MEASURE or not _by_bands(scores) else ()
+            out.append(Histogram(name, "distance", by_distance[name], drawn))
+    return tuple(out)
 
 
-@dataclass(frozen=True)
-class _Reader:
-    """The report's queries over one namespace's decisions (decided at or after ``start``)."""
-
-    ns_id: int
-    start: datetime | None
-
-    def _decided(self) -> list[Any]:
-        where = [decisions.c.ns_id == self.ns_id]
-        if self.start is not None:
-            where.append(decisions.c.decided_at >= self.start)
-        return where
-
-    def _duplicates(self) -> list[Any]:
-        return [*self._decided(), decisions.c.duplicate_of.is_not(None)]
-
-    def kept_rows(self, conn: Connection) -> tuple[int, int]:
-        where = [fingerprints.c.ns_id == self.ns_id]
-        if self.start is not None:
-            where.append(fingerprints.c.added_at >= self.start)
-        rows, with_text = conn.execute(
-            sa.select(
-                sa.func.count(),
-                # a row has its text in one of the two columns, or none
-                sa.func.count(fingerprints.c.packed_text) + sa.func.count(fingerprints.c.text),
-            ).where(*where)
-        ).one()
-        return int(rows), int(with_text)
-
-    def recent_kept(self, conn: Connection, most: int) -> list[str]:
-        """The keys of the latest ``most`` kept rows (added since ``start``)."""
-        where = [fingerprints.c.ns_id == self.ns_id]
-        if self.start is not None:
-            where.append(fingerprints.c.added_at >= self.start)
-        statement = (
-            sa.select(fingerprints.c.key)
-            .where(*where)
-            .order_by(fingerprints.c.id.desc())
-            .limit(most)
-        )
-        return [str(key) for key in conn.execute(statement).scalars()]
-
-    def days(self, conn: Connection) -> tuple[Day, ...]:
-        log = decision_log(self.ns_id)  # the kept rows stand for their decisions
-        day = sa.func.date(log.c.decided_at)
-        duplicate = sa.case((log.c.duplicate_of.is_not(None), 1), else_=0)
-        since = [] if self.start is None else [log.c.decided_at >= self.start]
-        rows = conn.execute(
-            sa.select(day, sa.func.count(), sa.func.sum(duplicate))
-            .where(*since)
-            .group_by(day)
-            .order_by(day)
-        ).all()
-        return tuple(
-            Day(_day(value), int(count) - int(dups or 0), int(dups or 0))
-            for value, count, dups in rows
-        )
-
-    def measures(self, conn: Connection) -> tuple[Measure, ...]:
-        rows = conn.execute(
-            sa.select(
-                decisions.c.measure,
-                sa.func.count(),
-                sa.func.min(decisions.c.score),
-                sa.func.max(decisions.c.score),
-            )
-            .where(*self._duplicates())
-            .group_by(decisions.c.measure)
-        ).all()
-        found = [
-            Measure(
-                measure or DISTANCE_MEASURE,
-                int(count),
-                None if low is None else float(low),
-                None if high is None else float(high),
-            )
-            for measure, count, low, high in rows
-        ]
-        return tuple(sorted(found, key=lambda m: (-m.duplicates, m.measure)))
-
-    def histograms(
-        self,
-        conn: Connection,
-        measures: Iterable[Measure],
-        scores: Mapping[str, tuple[Threshold, ...]],
-        radii: tuple[Threshold, ...],
-    ) -> tuple[Histogram, ...]:
-        by_score: dict[str, dict[int, int]] = {}
-        score_bin = _score_bin(conn, decisions.c.score)
-        for measure, value, count in conn.execute(
-            sa.select(decisions.c.measure, score_bin, sa.func.count())
-            .where(*self._duplicates(), decisions.c.score.is_not(None))
-            .group_by(decisions.c.measure, score_bin)
-        ):
-            bins = by_score.setdefault(measure or DISTANCE_MEASURE, {})
-            # bin SCORE_BINS holds the scores of exactly 1.0 (exact copies), drawn apart
-            index = min(max(int(value), 0), SCORE_BINS)
-            bins[index] = bins.get(index, 0) + int(count)
-        by_distance: dict[str, dict[int, int]] = {}
-        for measure, distance, count in conn.execute(
-            sa.select(decisions.c.measure, decisions.c.distance, sa.func.count())
-            .where(*self._duplicates(), decisions.c.distance.is_not(None))
-            .group_by(decisions.c.measure, decisions.c.distance)
-        ):
-            by_distance.setdefault(measure or DISTANCE_MEASURE, {})[int(distance)] = int(count)
-        out: list[Histogram] = []
-        for measure in measures:
-            name = measure.measure
-            if name in by_score:
-                out.append(Histogram(name, "score", by_score[name], scores.get(name, ())))
-            if name in by_distance:
-                # the radii decide only what the distance decided (and, under simhash-verified,
-                # bound the short texts' candidates); band keys find the minhash policy's
-                drawn = radii if name == DISTANCE_MEASURE or not _by_bands(scores) else ()
-                out.append(Histogram(name, "distance", by_distance[name], drawn))
-        return tuple(out)
-
-    def clusters(self, conn: Connection, limit: int) -> tuple[Cluster, ...]:
-        size = (sa.func.count() + 1).label("size")
-        biggest = (
-            sa.select(
-                decisions.c.duplicate_of.label("kept_key"),
-                size,
-                sa.func.max(decisions.c.decided_at).label("last_at"),
-            )
-            .where(*self._duplicates())
-            .group_by(decisions.c.duplicate_of)
-            .order_by(size.desc(), decisions.c.duplicate_of)
-            .limit(limit)
-            .subquery()
-        )
-        rows = conn.execute(
-            sa.select(
-                biggest.c.kept_key,
-                biggest.c.size,
-                biggest.c.last_at,
-                fingerprints.c.added_at,
-                fingerprints.c.text,
-                fingerprints.c.packed_text,
-            )
-            .select_from(
-                biggest.outerjoin(
-                    fingerprints,
-                    sa.and_(
-                        fingerprints.c.ns_id == self.ns_id,
-                        fingerprints.c.key == biggest.c.kept_key,
-                    ),
-                )
-            )
-            .order_by(biggest.c.size.desc(), biggest.c.kept_key)
-        ).all()
-        return tuple(
-            Cluster(key, int(count), added_at, last_at, kept_text_of(text, packed))
-            for key, count, last_at, added_at, text, packed in rows
-        )
-
-    def orphaned(self, conn: Connection) -> int:
-        """Duplicates whose kept row has since been removed or purged."""
-        kept = sa.exists().where(
-            fingerprints.c.ns_id == self.ns_id, fingerprints.c.key == decisions.c.duplicate_of
-        )
-        return int(
-            conn.execute(
-                sa.select(sa.func.count()).where(*self._duplicates(), sa.not_(kept))
-            ).scalar_one()
-        )
-
-    def nearest(
-        self,
-        conn: Connection,
-        measures: Iterable[Measure],
-        scores: Mapping[str, tuple[Threshold, ...]],
-        radii: tuple[Threshold, ...],
-        sample: int,
-    ) -> tuple[Near, ...]:
-        """The ``sample`` duplicates nearest a threshold, nearest first (at most ``sample``
-        rows read per threshold: a top-N sort in the database)."""
-        columns = (
-            decisions.c.key,
-            decisions.c.duplicate_of,
-            decisions.c.decided_at,
-            decisions.c.distance,
-            decisions.c.measure,
-            decisions.c.score,
-        )
-        found: dict[str, Near] = {}
-        for measure in measures:
-            name = measure.measure
-            if name == DISTANCE_MEASURE:
-                if not radii:
-                    continue
-                radius = max(radii, key=lambda threshold: threshold.value)
-                statement = (
-                    sa.select(*columns)
-                    .where(*self._duplicates(), decisions.c.measure.is_(None))
-                    .order_by(decisions.c.distance.desc(), decisions.c.key)
-                    .limit(sample)
-                )
-                for row in conn.execute(statement):
-                    margin = radius.value - (row.distance or 0)
-                    # in bits; a bit of 64 weighs like a score step of 1/64 in the ranking
-                    _keep_nearest(found, row, radius, margin, margin / 64)
+def _nearest(
+    decided: audit.Decided,
+    conn: Connection,
+    measures: Iterable[Measure],
+    scores: Mapping[str, tuple[Threshold, ...]],
+    radii: tuple[Threshold, ...],
+    sample: int,
+) -> tuple[Near, ...]:
+    """The ``sample`` duplicates nearest a threshold, nearest first (at most ``sample`` rows read
+    per threshold: a top-N sort in the database)."""
+    found: dict[str, Near] = {}
+    for measure in measures:
+        name = measure.measure
+        if name == DISTANCE_MEASURE:
+            if not radii:
                 continue
-            for threshold in scores.get(name, ()):
-                statement = (
-                    sa.select(*columns)
-                    .where(*self._duplicates(), decisions.c.measure == name)
-                    .order_by(sa.func.abs(decisions.c.score - threshold.value), decisions.c.key)
-                    .limit(sample)
-                )
-                for row in conn.execute(statement):
-                    margin = float(row.score) - threshold.value
-                    _keep_nearest(found, row, threshold, margin, margin)
-        ranked = sorted(found.values(), key=lambda near: (abs(_rank(near)), near.key))
-        return tuple(ranked[:sample])
+            radius = max(radii, key=lambda threshold: threshold.value)
+            for row in decided.farthest(conn, sample):
+                margin = radius.value - (row.distance or 0)
+                # in bits; a bit of 64 weighs like a score step of 1/64 in the ranking
+                _keep_nearest(found, row, radius, margin, margin / 64)
+            continue
+        for threshold in scores.get(name, ()):
+            for row in decided.nearest(conn, name, threshold.value, sample):
+                margin = (row.score or 0.0) - threshold.value
+                _keep_nearest(found, row, threshold, margin, margin)
+    ranked = sorted(found.values(), key=lambda near: (abs(_rank(near)), near.key))
+    return tuple(ranked[:sample])
 
 
 def _by_bands(scores: Mapping[str, tuple[Threshold, ...]]) -> bool:
@@ -445,7 +436,7 @@ def _rank(near: Near) -> float:
 
 
 def _keep_nearest(
-    found: dict[str, Near], row: Any, threshold: Threshold, margin: float, rank: float
+    found: dict[str, Near], row: audit.Sampled, threshold: Threshold, margin: float, rank: float
 ) -> None:
     """Record a row against ``threshold``, unless it lies nearer another threshold already."""
     earlier = found.get(row.key)
@@ -455,35 +446,11 @@ def _keep_nearest(
         key=row.key,
         duplicate_of=row.duplicate_of,
         decided_at=row.decided_at,
-        distance=None if row.distance is None else int(row.distance),
+        distance=row.distance,
         measure=row.measure or DISTANCE_MEASURE,
-        score=None if row.score is None else float(row.score),
+        score=row.score,
         threshold=threshold,
         margin=margin,
-    )
-
-
-def _with_kept_texts(conn: Connection, ns_id: int, nearest: tuple[Near, ...]) -> tuple[Near, ...]:
-    """The sampled pairs with the normalised texts kept for their kept keys (one query per
-    chunk of keys)."""
-    import dataclasses
-
-    from simstore.storage._finder import chunks
-
-    wanted = sorted({near.duplicate_of for near in nearest})
-    kept: dict[str, str | None] = {}
-    for chunk in chunks(wanted, 500):
-        for key, text, packed in conn.execute(
-            sa.select(fingerprints.c.key, fingerprints.c.text, fingerprints.c.packed_text).where(
-                fingerprints.c.ns_id == ns_id, fingerprints.c.key.in_(chunk)
-            )
-        ):
-            kept[key] = kept_text_of(text, packed)
-    return tuple(
-        dataclasses.replace(
-            near, kept_text=kept.get(near.duplicate_of), kept_row=near.duplicate_of in kept
-        )
-        for near in nearest
     )
 
 
@@ -500,30 +467,3 @@ def _source_texts(texts: Texts, wanted: frozenset[str]) -> dict[str, str]:
         if not isinstance(text, str):
             raise InvalidType(f"the source text of {key!r} is {type(text).__name__}, not str")
     return dict(found)
-
-
-def _clusters_with_source(
-    clusters: tuple[Cluster, ...], found: Mapping[str, str], policy: Policy, max_distance: int
-) -> tuple[Cluster, ...]:
-    """Clusters whose kept text the store does not keep (long texts) get it from the source."""
-    return tuple(
-        dataclasses.replace(c, text=compared_text(policy, found[c.key], max_distance))
-        if c.key in found and c.text is None
-        else c
-        for c in clusters
-    )
-
-
-def _with_source(
-    nearest: tuple[Near, ...], found: Mapping[str, str], policy: Policy, max_distance: int
-) -> tuple[Near, ...]:
-    def compared(key: str) -> str | None:
-        text = found.get(key)
-        return None if text is None else compared_text(policy, text, max_distance)
-
-    return tuple(
-        dataclasses.replace(
-            near, source_kept=compared(near.duplicate_of), source_new=compared(near.key)
-        )
-        for near in nearest
-    )
