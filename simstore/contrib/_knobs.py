@@ -14,13 +14,17 @@ is logged as a warning that names the knob that does decide, never taken silentl
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from simstore.errors import InvalidInput
+from sqlalchemy.engine import URL
+
+from simstore.errors import InvalidInput, MissingExtra, SimstoreError
 from simstore.policy.policies import Policy, policy_with
+from simstore.storage.db import create_engine_for
 from simstore.storage.retention import parse_duration
 from simstore.text.presets import get_preset
 from simstore.validate import (
@@ -146,3 +150,33 @@ def warn_about_radius(policy: Policy, max_distance: int | None, setting: str) ->
             setting.format("THRESHOLD"),
             setting.format("POLICY"),
         )
+
+
+def check_database_url(url: object, setting: str) -> None:
+    """A database URL setting, checked without connecting: it parses, its dialect is known and
+    its driver installed, and the driver takes its arguments; else ``InvalidInput`` (or
+    ``MissingExtra``) naming ``setting``."""
+    if not isinstance(url, (str, URL)):
+        raise InvalidInput(f"{setting}: a database URL is a string, not {type(url).__name__}")
+    try:
+        engine = create_engine_for(url)
+    except MissingExtra as error:
+        raise MissingExtra(f"{setting}: {error}") from error
+    except SimstoreError as error:
+        raise InvalidInput(f"{setting}: {error}") from error
+    engine.dispose()
+
+
+def unknown_settings(given: Iterable[str], known: Iterable[str], setting: str) -> list[str]:
+    """A line for each name in ``given`` that is no setting of ``known`` (a misspelling is
+    otherwise ignored in silence), with the nearest known one; ``setting`` formats a name."""
+    names = sorted(set(known))
+    lines = []
+    for name in sorted(set(given) - set(names)):
+        near = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean {setting.format(near[0])}?)" if near else ""
+        lines.append(
+            f"{setting.format(name)} is not a simstore setting{hint}; the settings: "
+            + ", ".join(setting.format(known_name) for known_name in names)
+        )
+    return lines

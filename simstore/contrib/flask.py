@@ -17,7 +17,10 @@ Configuration keys (all optional):
   waiting for the server's WAL flush. As ``SimStore``'s ``group_commit`` and
   ``synchronous_commit``.
   Strings are converted (``"0.8"``, ``"true"``), and every setting is checked by ``init_app``:
-  a bad one raises ``InvalidInput`` naming it, when the app starts.
+  a bad one raises ``InvalidInput`` naming it, when the app starts. So is ``SIMSTORE_URL``,
+  without connecting (it parses, its dialect and driver are there: ``postgres://`` or a
+  ``mysql://`` without ``+pymysql`` fails then); a ``SIMSTORE_*`` key that is no setting (a
+  misspelling) is logged as a warning that names the nearest one.
 
 - ``SIMSTORE_ERROR_HANDLERS`` (True): answer simstore's client errors raised in a view as JSON,
   409 for a ``KeyConflict`` and 422 for ``InvalidInput`` (``simstore.contrib._errors``); other
@@ -29,6 +32,7 @@ simstore`` command group offers ``db upgrade``, ``db current``, ``db check`` and
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -42,11 +46,19 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
     ) from error
 
 from simstore.contrib._errors import STATUS, error_response
-from simstore.contrib._knobs import KNOBS, store_options, warn_about_radius
+from simstore.contrib._knobs import (
+    KNOBS,
+    check_database_url,
+    store_options,
+    unknown_settings,
+    warn_about_radius,
+)
 from simstore.storage import migrate
 from simstore.store import SimStore
 
 EXTENSION_KEY = "simstore"
+_FLASK_ONLY = ("URL", "AUTO_UPGRADE", "ERROR_HANDLERS")  # read here, besides KNOBS
+log = logging.getLogger("simstore")
 
 
 class FlaskSimStore:
@@ -64,7 +76,13 @@ class FlaskSimStore:
             app.config.setdefault(f"SIMSTORE_{knob}", "default" if knob == "NAMESPACE" else None)
         app.config.setdefault("SIMSTORE_AUTO_UPGRADE", None)
         app.config.setdefault("SIMSTORE_ERROR_HANDLERS", True)
-        _settings(app)  # a bad setting fails here, when the app starts, not at its first request
+        # a bad setting fails here, when the app starts, not at its first request
+        _settings(app)
+        if app.config["SIMSTORE_URL"] is not None:
+            check_database_url(app.config["SIMSTORE_URL"], "SIMSTORE_URL")
+        given = [key[len("SIMSTORE_") :] for key in app.config if key.startswith("SIMSTORE_")]
+        for line in unknown_settings(given, (*KNOBS, *_FLASK_ONLY), "SIMSTORE_{}"):
+            log.warning("%s", line)
         app.extensions[EXTENSION_KEY] = _State()
         app.cli.add_command(_command_group())
         if app.config["SIMSTORE_ERROR_HANDLERS"]:

@@ -11,7 +11,10 @@ and ``LONG_THRESHOLD`` (short and long texts' similarity; default: the policy's 
 concurrent adds share one transaction when True) and ``SYNCHRONOUS_COMMIT`` (True; False on
 PostgreSQL commits without waiting for the WAL flush), with the meanings of
 ``simstore.contrib._knobs``. A system check (``manage.py check``, run by ``runserver`` and
-``migrate``) reports a bad setting by name when the project starts.
+``migrate``) reports a bad setting by name when the project starts: a ``URL`` that does not parse
+or whose driver is missing (``postgres://``, ``mysql://`` without ``+pymysql``) and a ``DATABASE``
+that ``DATABASES`` lacks are errors; a key of ``SIMSTORE`` that is no setting, or a top-level
+``SIMSTORE_*`` setting (read by nothing), is a warning.
 
 Schema: ``manage.py migrate`` creates and upgrades simstore's tables, through a Django migration
 of this app that runs simstore's own alembic upgrade (simstore keeps its own version table, so
@@ -44,6 +47,7 @@ _DRIVERS = {
     "postgresql": "postgresql+psycopg",
     "mysql": "mysql+pymysql",
 }
+DJANGO_ONLY = ("URL", "DATABASE")  # the SIMSTORE keys read here, besides _knobs.KNOBS
 _lock = threading.Lock()
 _stores: dict[str, SimStore] = {}
 
