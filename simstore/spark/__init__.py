@@ -479,7 +479,7 @@ def _refuse_known_keys(
 ) -> None:
     """A key already decided would be decided again here, but replayed by ``ingest``."""
     known = (
-        _against.store_keys(stages.spark, store)
+        _against.store_keys(stages.spark, store.scope)
         if store is not None
         else stages.spark.read.parquet(str(against)).select("key")
     )
@@ -585,7 +585,7 @@ def _sign_stage(
         first = stages.run("sign", lambda: rows.agg(F.min("order")).collect()[0][0])
         first_order = 0 if first is None else int(first)
         kept = (
-            _against.store_rows(stages.spark, store, recipe.moment)
+            _against.store_rows(stages.spark, store.scope, recipe.moment)
             if store is not None
             else _against.handover_rows(stages.spark, str(against), recipe.moment)
         )

@@ -9,7 +9,8 @@ for any ``rank`` unique among them: the row id of a store's row, the input order
 A PostgreSQL store is read by Spark's JDBC source, in parallel ranges of row ids, when the session
 can load PostgreSQL's JDBC driver (``start`` puts Debian's ``libpostgresql-jdbc-java`` jar on the
 classpath when it is installed); other stores, and PostgreSQL without the driver, are read
-through SQLAlchemy on the driver and parallelised.
+through SQLAlchemy on the driver and parallelised. Either way the SQL is
+``simstore.storage.snapshot``'s.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ import functools
 import logging
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
-import sqlalchemy as sa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -29,11 +29,10 @@ from simstore.errors import InvalidInput
 from simstore.io import handover
 from simstore.policy.policies import Policy
 from simstore.spark import _executor as executor
-from simstore.storage.retention import partition_of, utc_naive, window_start
-from simstore.storage.schema import decisions, fingerprints, kept_text_of
-
-if TYPE_CHECKING:
-    from simstore.store import SimStore
+from simstore.storage import snapshot
+from simstore.storage.retention import utc_naive
+from simstore.storage.schema import kept_text_of
+from simstore.storage.scope import Scope
 
 log = logging.getLogger("simstore")
 
@@ -44,29 +43,22 @@ KEPT_DDL = (
 ROWS_PER_READ = 200_000  # rows of a store in one JDBC read task
 
 
-def store_rows(spark: SparkSession, store: SimStore, at: datetime) -> DataFrame:
+def store_rows(spark: SparkSession, scope: Scope, at: datetime) -> DataFrame:
     """The store's kept rows inside its window at ``at`` (``KEPT_DDL``)."""
-    statement = _kept_statement(store, at)
-    if _by_jdbc(spark, store):
-        return _read_jdbc(spark, store, statement)
-    with store.connections.reading() as conn:
-        rows = [
-            (int(rank), str(key), int(fp), text, None if sig is None else bytes(sig),
-             executor.micros(utc_naive(added_at)), None if packed is None else bytes(packed))
-            for rank, key, fp, text, sig, added_at, packed in conn.execute(statement)
-        ]  # fmt: skip
+    if _by_jdbc(spark, scope):
+        return _read_jdbc(spark, scope, at)
+    rows = [
+        (rank, key, fp, text, sig, executor.micros(utc_naive(added_at)), packed)
+        for rank, key, fp, text, sig, added_at, packed in snapshot.kept_rows(scope, at)
+    ]
     return spark.createDataFrame(rows, KEPT_DDL)
 
 
-def store_keys(spark: SparkSession, store: SimStore) -> DataFrame:
+def store_keys(spark: SparkSession, scope: Scope) -> DataFrame:
     """Every key the store has a decision for (kept or duplicate), as a column ``key``."""
-    kept = sa.select(fingerprints.c.key).where(fingerprints.c.ns_id == store.ns_id)
-    logged = sa.select(decisions.c.key).where(decisions.c.ns_id == store.ns_id)
-    statement = sa.union_all(kept, logged)
-    if _by_jdbc(spark, store):
-        return _jdbc(spark, store, _literal(store, statement), {}).toDF("key")
-    with store.connections.reading() as conn:
-        keys = [(str(row[0]),) for row in conn.execute(statement)]
+    if _by_jdbc(spark, scope):
+        return _jdbc(spark, scope, snapshot.decided_keys_query(scope), {}).toDF("key")
+    keys = [(key,) for key in snapshot.decided_keys(scope)]
     return spark.createDataFrame(keys, "key string")
 
 
@@ -123,29 +115,10 @@ def _priors(
         yield executor.items_batch(orders, items, True, columns["moment"], policy)
 
 
-def _kept_statement(store: SimStore, at: datetime) -> sa.Select[Any]:
-    statement = sa.select(
-        fingerprints.c.id,
-        fingerprints.c.key,
-        fingerprints.c.fp,
-        fingerprints.c.text,
-        fingerprints.c.signature,
-        fingerprints.c.added_at,
-        fingerprints.c.packed_text,
-    ).where(fingerprints.c.ns_id == store.ns_id)
-    start = window_start(at, store.keep)
-    if start is not None:
-        statement = statement.where(
-            fingerprints.c.part >= partition_of(start, store.partition_seconds),
-            fingerprints.c.added_at >= start,
-        )
-    return statement
-
-
-def _by_jdbc(spark: SparkSession, store: SimStore) -> bool:
+def _by_jdbc(spark: SparkSession, scope: Scope) -> bool:
     """Whether Spark reads the store itself: PostgreSQL over TCP, with the driver loadable."""
-    url = store.connections.engine.url
-    return store.connections.dialect == "postgresql" and bool(url.host) and _has_driver(spark)
+    url = scope.connections.engine.url
+    return scope.dialect == "postgresql" and bool(url.host) and _has_driver(spark)
 
 
 def _has_driver(spark: SparkSession) -> bool:
@@ -160,40 +133,20 @@ def _has_driver(spark: SparkSession) -> bool:
     return True
 
 
-def _literal(store: SimStore, statement: sa.Select[Any] | sa.CompoundSelect[Any]) -> str:
-    dialect = store.connections.engine.dialect
-    return str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
-
-
-def _read_jdbc(spark: SparkSession, store: SimStore, statement: sa.Select[Any]) -> DataFrame:
+def _read_jdbc(spark: SparkSession, scope: Scope, at: datetime) -> DataFrame:
     """The kept rows read by Spark's JDBC source in ranges of row ids (one task each)."""
-    numbered = statement.subquery()
-    with store.connections.reading() as conn:
-        low, high, count = conn.execute(
-            sa.select(sa.func.min(numbered.c.id), sa.func.max(numbered.c.id), sa.func.count())
-        ).one()
-    # added_at is UTC without a zone: its epoch is read as UTC, in microseconds, exactly
-    moment = sa.cast(sa.extract("epoch", fingerprints.c.added_at) * 1_000_000, sa.BigInteger)
-    selected = statement.with_only_columns(
-        fingerprints.c.id.label("rank"),
-        fingerprints.c.key,
-        fingerprints.c.fp,
-        fingerprints.c.text,
-        fingerprints.c.signature,
-        moment.label("moment"),
-        fingerprints.c.packed_text,
-    )
+    query = snapshot.kept_query(scope, at)
     ranges: dict[str, str] = {}
-    if count:
+    if query.rows and query.low is not None and query.high is not None:
         ranges = {
             "partitionColumn": "rank",
-            "lowerBound": str(low),
-            "upperBound": str(high + 1),
-            "numPartitions": str(max(1, -(-int(count) // ROWS_PER_READ))),
+            "lowerBound": str(query.low),
+            "upperBound": str(query.high + 1),
+            "numPartitions": str(max(1, -(-query.rows // ROWS_PER_READ))),
         }
     tasks = ranges.get("numPartitions", "1")
-    log.info("simstore.spark: reading %s kept rows by JDBC in %s tasks", count, tasks)
-    frame = _jdbc(spark, store, _literal(store, selected), ranges)
+    log.info("simstore.spark: reading %s kept rows by JDBC in %s tasks", query.rows, tasks)
+    frame = _jdbc(spark, scope, query.sql, ranges)
     return frame.select(
         F.col("rank").cast("long"),
         "key",
@@ -205,8 +158,8 @@ def _read_jdbc(spark: SparkSession, store: SimStore, statement: sa.Select[Any]) 
     )
 
 
-def _jdbc(spark: SparkSession, store: SimStore, query: str, ranges: dict[str, str]) -> DataFrame:
-    url = store.connections.engine.url
+def _jdbc(spark: SparkSession, scope: Scope, query: str, ranges: dict[str, str]) -> DataFrame:
+    url = scope.connections.engine.url
     address = f"jdbc:postgresql://{url.host}:{url.port or 5432}/{url.database or ''}"
     reader = (
         spark.read.format("jdbc")
