@@ -16,8 +16,9 @@ query.
 composed from the real sentences of the quality dataset: half Chinese, half English, 60% short
 (under 140 characters) and 40% long (500-1,500), so that shared phrases and boilerplate collide
 as they do in real feeds. They are signed by ``simstore.policy.batch.sign`` (the store's own
-path) and loaded, every one kept, through ``SimStore.load``; then three stores on a copy of the
-file answer the same texts in interleaved rounds:
+path, for each policy in a namespace of its own: a namespace records its policy) and loaded,
+every one kept, through ``SimStore.load``; then three stores on a copy of the file answer the
+same texts in interleaved rounds:
 
 - ``MinHashVerification()`` (the default): SimHash k <= 3 plus the band-key lookup, decided by
   similarity;
@@ -26,7 +27,7 @@ file answer the same texts in interleaved rounds:
 
 Queries are texts (fingerprinting and signing included, as an application calls it): half new
 compositions, half near-duplicates of kept texts (a repost prefix or one sentence replaced).
-Adds are new texts of both kinds under each policy, one transaction each, the default's first.
+Adds are new texts of both kinds under each policy, one transaction each.
 Prints p50 / p99 in microseconds and the ratios to the plain k = 3 query.
 """
 
@@ -204,25 +205,31 @@ def near_duplicate(rng: random.Random, text: str, pool: dict[str, list[str]]) ->
     return "".join(parts)
 
 
+def namespace(name: str) -> str:
+    """The namespace of a policy's store (a namespace records the policy it was made with)."""
+    return "verification-" + name.split()[0].strip("()").lower()
+
+
 def fill(path: Path, texts: list[str]) -> None:
-    """Every text kept (keys k0..), signed by the store's own path and loaded."""
-    started = time.perf_counter()
-    with SimStore(f"sqlite:///{path}") as store:
-        for first in range(0, len(texts), CHUNK):
-            keys = [f"k{i}" for i in range(first, first + len(texts[first : first + CHUNK]))]
-            items = batch.sign(texts[first : first + CHUNK], keys=keys)
-            rows = [
-                LoadRow(key=item.key, kept=True, fingerprint=item.fingerprint, text=item.text,
-                        signature=item.signature)
-                for item in items
-            ]  # fmt: skip
-            store.load(rows, batch_size=len(rows))
-            done = first + len(rows)
-            rate = done / (time.perf_counter() - started)
-            print(
-                f"  filled {done:,} of {len(texts):,} ({rate:,.0f} texts/s)", end="\r", flush=True
-            )
-    print()
+    """Every text kept (keys k0..) in each policy's namespace, signed by the store's own path for
+    that policy (``batch.sign``) and loaded."""
+    for name, policy in POLICIES.items():
+        started = time.perf_counter()
+        with SimStore(f"sqlite:///{path}", namespace=namespace(name), policy=policy) as store:
+            for first in range(0, len(texts), CHUNK):
+                chunk = texts[first : first + CHUNK]
+                keys = [f"k{i}" for i in range(first, first + len(chunk))]
+                rows = [
+                    LoadRow(key=item.key, kept=True, fingerprint=item.fingerprint,
+                            text=item.text, signature=item.signature)
+                    for item in batch.sign(chunk, keys=keys, policy=policy)
+                ]  # fmt: skip
+                store.load(rows, batch_size=len(rows))
+                done = first + len(rows)
+                rate = done / (time.perf_counter() - started)
+                print(f"  {name}: {done:,} of {len(texts):,} ({rate:,.0f} texts/s)", end="\r",
+                      flush=True)  # fmt: skip
+        print()
 
 
 def report(label: str, samples: dict[str, list[float]], reference: str) -> None:
@@ -251,13 +258,16 @@ def verification(argv: Sequence[str]) -> None:
             print(f"writing {args.rows:,} kept texts to {filled}")
             fill(filled, kept)
         size = filled.stat().st_size
-        print(f"{args.rows:,} kept texts, {size / args.rows:,.0f} bytes per row on disk")
-        # timed on a copy: the other policies' adds keep unsigned rows, which would change the
-        # namespace of a reused file for good
+        rows = args.rows * len(POLICIES)  # each policy's namespace holds every text
+        print(f"{args.rows:,} kept texts a policy, {size / rows:,.0f} bytes per row on disk")
+        # timed on a copy: the adds change the file, and a reused one stays as filled
         path = Path(folder) / "timed.db"
         shutil.copy(filled, path)
         url = f"sqlite:///{path}"
-        stores = {name: SimStore(url, policy=policy) for name, policy in POLICIES.items()}
+        stores = {
+            name: SimStore(url, namespace=namespace(name), policy=policy)
+            for name, policy in POLICIES.items()
+        }
         texts = [
             near_duplicate(rng, rng.choice(kept), pool) if i % 2 else compose(rng, pool)
             for i in range(args.queries)
@@ -284,8 +294,6 @@ def verification(argv: Sequence[str]) -> None:
             near_duplicate(rng, rng.choice(kept), pool) if i % 2 else compose(rng, pool)
             for i in range(args.adds)
         ]
-        # the default's adds first: the others keep unsigned rows, and one unsigned row makes
-        # the namespace's MinHash queries look up SimHash bands as well (see simstore.policy.policies)
         run = uuid.uuid4().hex[:8]
         for j, name in enumerate(stores):
             for i, text in enumerate(new):

@@ -12,7 +12,8 @@ a few percent of the texts are near-duplicates of earlier ones.
 
 The clock. Text ``i`` of ``n`` is added at ``moment(i, n)``: evenly over two days from ``DAY1``,
 in steps of up to ``STEP`` texts that share one moment (a bulk load writes one moment a call;
-``step(n)`` keeps at least 200 moments over the two days).
+``step(n)`` keeps at least 20 moments over the two days, and day 2 begins at text ``n / 2``
+when ``n`` is a multiple of 20).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ Values = npt.NDArray[np.uint64]
 
 
 def step(n: int) -> int:
-    """How many consecutive texts of ``n`` share a moment."""
-    return max(1, min(STEP, n // 200))
+    """How many consecutive texts of ``n`` share a moment (a load call writes them at once)."""
+    return max(1, min(STEP, n // 20))
 
 
 def moment(i: int, n: int) -> datetime:

@@ -78,7 +78,8 @@ def timed_purge(path: Path, minutes: float) -> tuple[int, float, bool]:
         child.join()
     seconds = time.perf_counter() - started
     fingerprint_id, decision_id = lowest_ids(path)
-    return fingerprint_id - 1 + decision_id - 1, seconds, finished
+    # MIN(id) is 0 once a table is empty (or had no rows: a kept row is its own decision)
+    return max(fingerprint_id - 1, 0) + max(decision_id - 1, 0), seconds, finished
 
 
 def main(argv: Sequence[str] | None = None) -> None:

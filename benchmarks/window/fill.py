@@ -282,7 +282,7 @@ def fill(url: str, n: int, workers: int) -> dict[str, Any]:
     verdicts = {int(verdict.key[1:]): verdict for verdict in dropped}
     kept = np.ones(n, dtype=bool)
     kept[list(verdicts)] = False
-    with SimStore(url) as store:
+    with SimStore(url, keep="2d") as store:
         for first in range(0, n, step(n)):
             rows = []
             for i in range(first, min(first + step(n), n)):
@@ -338,7 +338,7 @@ def fill_keep_all(url: str, n: int, workers: int) -> dict[str, Any]:
     digests = np.empty(n, dtype=np.int64)
     started = time.perf_counter()
     with (
-        SimStore(url) as store,
+        SimStore(url, keep="2d") as store,
         multiprocessing.get_context("fork").Pool(workers) as pool,
     ):
         tasks = [(first, min(CHUNK, n - first)) for first in range(0, n, CHUNK)]

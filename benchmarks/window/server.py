@@ -171,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--check", type=int, default=200, help="--keep-all: texts checked")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--wait-load", type=float, default=10, help="minutes to wait for load < 3")
     parser.add_argument(
         "--relaxed-commit",
         action="store_true",
@@ -209,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         kept = result["fill"]["kept"]
         report(title, sizes, kept, args.rows)
         result["bytes_per_kept"] = round(sum(size for _t, _n, size in sizes) / kept)
-        result["load"] = wait_for_quiet(10)
+        result["load"] = wait_for_quiet(args.wait_load)
         relaxed = {"synchronous_commit": False} if args.relaxed_commit else {}
         with SimStore(url, keep="2d", **relaxed) as store:
             salt = 10 * args.round  # a reused database holds the adds of earlier rounds
