@@ -40,7 +40,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -306,15 +306,16 @@ def verification(argv: Sequence[str]) -> None:
             store.close()
 
 
-COMMANDS: dict[str, Callable[[Sequence[str]], None]] = {
-    "planner": planner,
-    "verification": verification,
-}
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """``planner|verification [options]``."""
-    cli.dispatch(COMMANDS, argv, None)
+    cli.dispatch(
+        {
+            "planner": planner,
+            "verification": verification,
+        },
+        argv,
+        None,
+    )
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -200,16 +200,17 @@ def soak(argv: Sequence[str]) -> None:
                 print(row(n, time.perf_counter() - started), flush=True)
 
 
-COMMANDS: dict[str, Callable[[Sequence[str]], None]] = {
-    "bytes": footprint,
-    "open": open_store,
-    "soak": soak,
-}
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """``[bytes|open|soak] [options]`` (default: bytes)."""
-    cli.dispatch(COMMANDS, argv, "bytes")
+    cli.dispatch(
+        {
+            "bytes": footprint,
+            "open": open_store,
+            "soak": soak,
+        },
+        argv,
+        "bytes",
+    )
 
 
 if __name__ == "__main__":

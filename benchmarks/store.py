@@ -485,16 +485,17 @@ def versions(argv: Sequence[str]) -> None:
         print(f"  {mode:<5} after is {medians['before'] / medians['after']:.2f}x faster (p50)")
 
 
-COMMANDS: dict[str, Callable[[Sequence[str]], None]] = {
-    "latency": latency,
-    "add-many": add_many,
-    "versions": versions,
-}
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """``[latency|add-many|versions] [options]`` (default: latency)."""
-    cli.dispatch(COMMANDS, argv, "latency")
+    cli.dispatch(
+        {
+            "latency": latency,
+            "add-many": add_many,
+            "versions": versions,
+        },
+        argv,
+        "latency",
+    )
 
 
 if __name__ == "__main__":
