@@ -92,6 +92,9 @@ class Pair:
     # the text b was made from when it is not the family's (a negative's other text, maybe with
     # a phrase, a template or a footer added): the stream scorer relates b to that text's family
     b_from: str = ""
+    # texts that the stream sends within one day (one recurring footer under many texts:
+    # ``differences.footer_pairs``); empty for every other pair
+    burst: str = ""
 
 
 # --- labelling ---------------------------------------------------------------------------------

