@@ -49,12 +49,10 @@ from simstore.io.handover import LoadRow
 from simstore.policy import batch
 from simstore.policy.policies import MinHashVerification, SimHashOnly, SimHashVerification
 from simstore.policy.probes import prefers_pairs
-from simstore.storage.retention import utc_naive
 from simstore.store import SimStore
-from simstore.text.encoding import bands
 
 from .common import cli
-from .common.corpus import DATA, dataset_languages, near
+from .common.corpus import DATA, Values, dataset_languages, near
 from .common.fills import load_fingerprints
 from .common.measure import percentile, timed_calls
 
@@ -88,22 +86,21 @@ def measure(stores: dict[str, SimStore], queries: list[int], rounds: int) -> dic
     return samples
 
 
-def candidates_per_query(store: SimStore, queries: list[int]) -> float:
-    """Rows the store's lookup fetches per query (outside the timed runs)."""
-    finder = store._finder  # counting what the lookup returns, outside the timed runs
-    from simstore.policy.policies import Item
-
+def candidates_per_query(values: Values, queries: list[int], lookup: str) -> float:
+    """Rows a lookup fetches per query, counted from the stored fingerprints (numpy, outside the
+    timed runs): ``bands``, the rows with any of the four 16-bit bands equal to the query's;
+    ``pairs``, the rows with either 32-bit half within one bit of the query's."""
     counts = []
-    with store.connections.reading() as conn:
-        for value in queries:
-            item = Item("q", value, None, 3)
-            params = finder._window_params(utc_naive(None))
-            if finder.uses_pairs(conn, 3):
-                found = finder._pair_rows(conn, item, params)
-            else:
-                per_band = [{v} for v in bands(value)]
-                found = finder._band_rows(conn, per_band, params)
-            counts.append(len({row_id for row_id, _value in found}))
+    for value in queries:
+        apart = values ^ np.uint64(value)
+        if lookup == "bands":
+            found = np.zeros(len(values), dtype=bool)
+            for shift in (48, 32, 16, 0):
+                found |= (apart >> np.uint64(shift)) & np.uint64(0xFFFF) == 0
+        else:
+            high = np.bitwise_count(apart >> np.uint64(32)) <= 1
+            found = high | (np.bitwise_count(apart & np.uint64(0xFFFFFFFF)) <= 1)
+        counts.append(int(found.sum()))
     return statistics.mean(counts)
 
 
@@ -147,7 +144,8 @@ def planner(argv: Sequence[str]) -> None:
         samples = measure(stores, queries, args.rounds)
         pick = "pairs" if prefers_pairs(3, size) else "bands"
         for name in LOOKUPS:
-            cand = candidates_per_query(stores[name], queries[:200])
+            lookup = pick if name == "auto" else name
+            cand = candidates_per_query(np.array(stored, dtype=np.uint64), queries[:200], lookup)
             print(
                 f"{size:>11,} {name:>6} {percentile(samples[name], 0.5):>8.0f} "
                 f"{percentile(samples[name], 0.99):>8.0f} {cand:>8.1f}"
