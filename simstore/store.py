@@ -34,7 +34,7 @@ from simstore.policy.policies import Item, Policy, SimHashOnly, check_policy
 from simstore.policy.probes import band_values
 from simstore.results import Decision, Judged, Match, Purged, Search, Stats
 from simstore.storage import maintenance, reads
-from simstore.storage._connections import Connections
+from simstore.storage._connections import CommitOutcomeUnknown, Connections, decisions_landed
 from simstore.storage._finder import LOOKUPS, Finder, Rule
 from simstore.storage._group import GroupCommit
 from simstore.storage._writer import Writer
@@ -329,7 +329,7 @@ class SimStore:
 
         for _attempt in range(5):
             try:
-                return self._connections.write(decide)
+                return self._connections.write(decide, decisions_landed(self.ns_id, self.namespace))
             except exc.IntegrityError:
                 # the same key raced in from elsewhere: the retry finds its decision
                 log.debug("integrity error adding %r, retrying", item.key)
@@ -343,7 +343,7 @@ class SimStore:
             unsigned = lock_for_write(conn, self.ns_id, None, namespace=self.namespace)
             return self._writer.decide(conn, items, moments, rule, unsigned)
 
-        return self._connections.write(decide)
+        return self._connections.write(decide, decisions_landed(self.ns_id, self.namespace))
 
     def add_many(
         self,
@@ -409,8 +409,10 @@ class SimStore:
         except NamespaceDropped:
             raise  # not a bad batch: nothing more can be written through this store
         except (SimstoreError, exc.IntegrityError) as error:
+            unknown = isinstance(error, CommitOutcomeUnknown)
             raise BatchFailed(
-                f"batch starting at item {committed} was not written: {error} "
+                f"batch starting at item {committed} "
+                f"{'may or may not have been written' if unknown else 'was not written'}: {error} "
                 f"({committed} items before it are committed)",
                 committed,
             ) from error

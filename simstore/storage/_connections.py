@@ -15,9 +15,10 @@ at a time (``_turn_of``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
@@ -27,12 +28,97 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.pool import StaticPool
 
 from simstore.errors import DatabaseUnavailable, InvalidInput, SimstoreError
+from simstore.results import Decision
 from simstore.storage import _prepared as prepared
 from simstore.storage._checkpoint import Checkpointer
-from simstore.storage.db import configure_sessions, redact, resolve_bind, translate_errors
-from simstore.storage.schema import namespaces
+from simstore.storage.db import (
+    check_relaxed_commit,
+    configure_sessions,
+    redact,
+    resolve_bind,
+    translate_errors,
+)
+from simstore.storage.locking import lock_for_write
+from simstore.storage.schema import decisions, fingerprints, namespaces
+from simstore.text.encoding import to_signed
+from simstore.validate import check_bool
 
 Result = TypeVar("Result")
+Landed = Callable[[Connection, Result], "bool | None"]
+"""Whether the writes that made a result are in the database: True, False, or None (unknown)."""
+
+log = logging.getLogger("simstore")
+_KEYS_PER_LOOKUP = 500
+
+
+class CommitOutcomeUnknown(DatabaseUnavailable):
+    """The connection was lost during a COMMIT and what the server did could not be found out:
+    the write may or may not be in the database (look its keys up before adding them again)."""
+
+
+def _lost_connection(error: exc.DBAPIError) -> bool:
+    """Whether a COMMIT failed because its connection was lost (killed, the server gone)."""
+    return bool(error.connection_invalidated)
+
+
+def decisions_landed(
+    ns_id: int, namespace: str
+) -> Callable[[Connection, Decision | Sequence[Decision]], bool | None]:
+    """For ``Connections.write``: whether the decisions of a write whose COMMIT lost its
+    connection are in the database. It first takes the namespace's exclusive write lock, which
+    the lost transaction held until it ended (committed, or rolled back by the server), so what
+    it then reads is final. True: every decision is there as made (a kept row under its key and
+    fingerprint, a duplicate's record naming the same kept key); False: none of the new ones is;
+    None: anything else (another writer added one of the keys meanwhile)."""
+
+    def landed(conn: Connection, result: Decision | Sequence[Decision]) -> bool | None:
+        made = [result] if isinstance(result, Decision) else list(result)
+        new = [decision for decision in made if not decision.replayed]
+        if not new:
+            return True
+        lock_for_write(conn, ns_id, None, namespace=namespace)
+        kept, logged = _recorded(conn, ns_id, sorted({decision.key for decision in new}))
+        present = [d.key in kept or d.key in logged for d in new]
+        if not any(present):
+            return False
+        for decision in new:
+            signed = to_signed(decision.fingerprint)
+            if decision.inserted:
+                if kept.get(decision.key) != signed:
+                    return None
+            else:
+                target = decision.recorded_as or (
+                    decision.duplicate_of.key if decision.duplicate_of else None
+                )
+                if logged.get(decision.key) != (signed, target):
+                    return None
+        return True
+
+    return landed
+
+
+def _recorded(
+    conn: Connection, ns_id: int, keys: Sequence[str]
+) -> tuple[dict[str, int], dict[str, tuple[int, str | None]]]:
+    """The kept rows (key -> signed fingerprint) and logged decisions (key -> (fingerprint, the
+    key it duplicates)) of ``keys`` in namespace ``ns_id``."""
+    kept: dict[str, int] = {}
+    logged: dict[str, tuple[int, str | None]] = {}
+    for first in range(0, len(keys), _KEYS_PER_LOOKUP):
+        chunk = keys[first : first + _KEYS_PER_LOOKUP]
+        for key, fp in conn.execute(
+            sa.select(fingerprints.c.key, fingerprints.c.fp).where(
+                fingerprints.c.ns_id == ns_id, fingerprints.c.key.in_(chunk)
+            )
+        ):
+            kept[key] = int(fp)
+        for key, fp, target in conn.execute(
+            sa.select(decisions.c.key, decisions.c.fp, decisions.c.duplicate_of).where(
+                decisions.c.ns_id == ns_id, decisions.c.key.in_(chunk)
+            )
+        ):
+            logged[key] = (int(fp), target)
+    return kept, logged
 
 
 def _sqlite_file(engine: Engine) -> str | None:
@@ -194,32 +280,91 @@ class Connections:
                 with conn.begin():
                     yield conn
 
-    def write(self, work: Callable[[Connection], Result]) -> Result:
+    def write(
+        self, work: Callable[[Connection], Result], landed: Landed[Result] | None = None
+    ) -> Result:
         """``work`` in a write transaction of its own (``transaction``'s scope, but on a server
         engine of simstore's own through connections that are not pinged first): once more on a
         fresh connection when the first statement found the connection dropped (the server had
         closed it while it waited in the pool; nothing of ``work`` reached the server).
+
+        A server connection lost during the COMMIT leaves its outcome unknown to the client: the
+        server may have committed. With ``landed`` (``decisions_landed``), a new connection finds
+        out: ``work``'s result when the commit landed, ``DatabaseUnavailable`` that says it was
+        not written when it did not, else ``CommitOutcomeUnknown`` that says how to check.
         """
-        if self._writer is None:
+        if self._writer is None and (
+            landed is None or self._connection is not None or self.dialect == "sqlite"
+        ):
             with self.transaction() as conn:
                 return work(conn)
         token = prepared.statements_run.set(0)
         try:
             try:
-                return self._write_once(work)
+                return self._write_once(work, landed)
             except DatabaseUnavailable as error:
                 cause = error.__cause__
                 dropped = isinstance(cause, exc.DBAPIError) and cause.connection_invalidated
-                if prepared.statements_run.get() or not dropped:
+                if prepared.statements_run.get() or not dropped or self._writer is None:
                     raise
-            return self._write_once(work)
+            return self._write_once(work, landed)
         finally:
             prepared.statements_run.reset(token)
 
-    def _write_once(self, work: Callable[[Connection], Result]) -> Result:
-        assert self._writer is not None  # noqa: S101 - write() checked
+    def _write_once(
+        self, work: Callable[[Connection], Result], landed: Landed[Result] | None
+    ) -> Result:
+        engine = self._writer or self.engine  # a caller's server engine: its own connections
+        lost: exc.DBAPIError | None = None
+        with translate_errors(self.engine.url), engine.connect() as conn:
+            if self._writer is None:
+                conn = conn.execution_options(isolation_level="READ COMMITTED")
+            with conn.begin() as transaction:
+                result = work(conn)
+                try:
+                    transaction.commit()
+                except exc.DBAPIError as error:
+                    if landed is None or not _lost_connection(error):
+                        raise
+                    lost = error
+        if lost is None:
+            return result
+        return self._settle(result, landed, lost)  # type: ignore[arg-type]
+
+    def _settle(self, result: Result, landed: Landed[Result], lost: exc.DBAPIError) -> Result:
+        """After a COMMIT whose connection was lost: ``result`` if it landed, else an error that
+        says what is known (checked on a new connection, once the lost transaction has ended)."""
+        reason = str(lost.orig).strip().splitlines()[0] if lost.orig else str(lost)
+        where = f"database {self.url}: the connection was lost during COMMIT ({reason})"
+        try:
+            with self.transaction() if self._writer is None else self._fresh() as conn:
+                outcome = landed(conn, result)
+        except SimstoreError as error:
+            raise CommitOutcomeUnknown(
+                f"{where}; whether it was written is unknown (the check failed: {error}): look "
+                f"its keys up (SimStore.get(key), simstore show KEY) before adding them again"
+            ) from lost
+        if outcome is True:
+            log.warning("%s, but it had committed (its keys are in the database)", where)
+            return result
+        if outcome is False:
+            raise DatabaseUnavailable(
+                f"{where}; it was not written (none of its keys is in the database, checked on "
+                "a new connection)"
+            ) from lost
+        raise CommitOutcomeUnknown(
+            f"{where}; whether it was written is unknown (some of its keys are in the database, "
+            "or hold other decisions): look its keys up (SimStore.get(key), simstore show KEY) "
+            "before adding them again"
+        ) from lost
+
+    @contextlib.contextmanager
+    def _fresh(self) -> Iterator[Connection]:
+        """A transaction on a new connection of the writer's engine (not one from its pool)."""
+        assert self._writer is not None  # noqa: S101 - only for a writer of simstore's own
+        # a lost connection invalidated the pool's older connections: this one is new
         with translate_errors(self.engine.url), self._writer.connect() as conn, conn.begin():
-            return work(conn)
+            yield conn
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Connection]:
@@ -317,3 +462,15 @@ class Connections:
             self._writer.dispose()
         if self._detach_checkpointer is not None:
             self._detach_checkpointer()
+
+
+def for_store(bind: object, *, synchronous_commit: bool, group_commit: bool) -> Connections:
+    """A store's connections, after checking that its commit options apply to ``bind``."""
+    if not check_bool("synchronous_commit", synchronous_commit):
+        check_relaxed_commit(bind)
+    if check_bool("group_commit", group_commit) and isinstance(bind, Connection):
+        raise InvalidInput(
+            "group_commit needs a URL or an Engine: adds on a Connection of yours are "
+            "committed when you commit it"
+        )
+    return Connections(bind, synchronous_commit=synchronous_commit)

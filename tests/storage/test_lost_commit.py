@@ -1,0 +1,141 @@
+"""A writer's connection killed during COMMIT, on the real servers: the store finds out what the
+server did, by the keys on a new connection, and says it. A commit that landed returns its
+decisions; one that did not says it was not written, as checked. Never "not written" unless known.
+
+The kill comes from another connection (``KILL CONNECTION`` on MariaDB, ``pg_terminate_backend``
+on PostgreSQL) inside a hook on SQLAlchemy's commit event, which runs before the COMMIT is sent.
+For "landed", the hook first commits on the driver's connection and opens the next transaction
+(the server has the rows; the client's own COMMIT then meets a dead connection), as when a
+connection dies after the server committed and before its answer arrived.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine, make_url
+
+from simstore.errors import BatchFailed, DatabaseUnavailable
+from simstore.store import SimStore
+
+TEXTS = [
+    "the harbour ferry leaves every twenty minutes from the north pier on weekdays",
+    "season tickets bought before the change stay valid until the end of the month",
+    "bicycles travel free outside the morning rush and dogs on a lead are welcome",
+]
+
+
+class Killer:
+    """Kills the next COMMIT's connection on ``url``'s database, once armed."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.database = make_url(url).database
+        self.admin = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+        self.mode: str | None = None  # "landed" or "lost"
+        self.fired = 0
+
+    def arm(self, mode: str) -> None:
+        self.mode = mode
+
+    def __call__(self, conn: Connection) -> None:
+        if self.mode is None or conn.engine.url.database != self.database:
+            return
+        mode, self.mode = self.mode, None
+        dbapi: Any = conn.connection.dbapi_connection
+        if mode == "landed":
+            dbapi.commit()  # the server has the rows
+            cursor = dbapi.cursor()
+            cursor.execute("SELECT 1")  # a transaction for the client's COMMIT to be lost in
+            cursor.fetchall()
+            cursor.close()
+        self.kill(dbapi)
+        self.fired += 1
+
+    def kill(self, dbapi: Any) -> None:
+        with self.admin.connect() as admin:
+            if conn_is_mysql(self.url):
+                admin.exec_driver_sql(f"KILL CONNECTION {int(dbapi.thread_id())}")
+                return
+            pid = int(dbapi.info.backend_pid)
+            admin.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            deadline = time.monotonic() + 30
+            gone = sa.text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid")
+            while admin.execute(gone, {"pid": pid}).scalar_one():
+                assert time.monotonic() < deadline, "the killed backend is still there"
+                time.sleep(0.01)
+
+
+def conn_is_mysql(url: str) -> bool:
+    return make_url(url).get_backend_name() in ("mysql", "mariadb")
+
+
+@pytest.fixture
+def killer(server_url: str) -> Iterator[Killer]:
+    made = Killer(server_url)
+    event.listen(Engine, "commit", made)
+    try:
+        yield made
+    finally:
+        event.remove(Engine, "commit", made)
+        made.admin.dispose()
+
+
+@pytest.fixture
+def store(server_url: str, killer: Killer) -> Iterator[SimStore]:
+    opened = SimStore(server_url, namespace=f"lost-{uuid.uuid4().hex[:12]}")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_an_add_whose_commit_landed_returns_its_decision(
+    store: SimStore, killer: Killer, caplog: pytest.LogCaptureFixture
+) -> None:
+    killer.arm("landed")
+    with caplog.at_level(logging.WARNING, logger="simstore"):
+        decision = store.add(TEXTS[0], key="a")
+    assert killer.fired == 1
+    assert decision.inserted
+    assert "lost during COMMIT" in caplog.text and "it had committed" in caplog.text
+    found = store.get("a")
+    assert found is not None and found.fingerprint == decision.fingerprint
+    assert store.add(TEXTS[0], key="a").replayed  # the store goes on
+
+
+def test_an_add_whose_commit_was_lost_says_so_as_checked(store: SimStore, killer: Killer) -> None:
+    killer.arm("lost")
+    with pytest.raises(DatabaseUnavailable) as failed:
+        store.add(TEXTS[1], key="b")
+    assert killer.fired == 1
+    assert "was not written" in str(failed.value) and "checked" in str(failed.value)
+    assert store.get("b") is None
+    assert store.add(TEXTS[1], key="b").inserted  # adding it again works
+
+
+def test_a_batch_whose_commit_landed_returns_its_decisions(store: SimStore, killer: Killer) -> None:
+    killer.arm("landed")
+    decided = list(store.add_many([(f"k{i}", text) for i, text in enumerate(TEXTS)]))
+    assert killer.fired == 1
+    assert [decision.key for decision in decided] == ["k0", "k1", "k2"]
+    assert all(store.get(decision.key) is not None for decision in decided)
+
+
+def test_a_batch_whose_commit_was_lost_is_not_written_as_checked(
+    store: SimStore, killer: Killer
+) -> None:
+    killer.arm("lost")
+    with pytest.raises(BatchFailed) as failed:
+        list(store.add_many([(f"k{i}", text) for i, text in enumerate(TEXTS)]))
+    assert killer.fired == 1
+    assert "was not written" in str(failed.value) and "checked" in str(failed.value)
+    assert failed.value.committed == 0
+    assert all(store.get(f"k{i}") is None for i in range(len(TEXTS)))
