@@ -72,8 +72,14 @@ from .common.measure import percentile, timed_calls
 SQLITE_TIME = "2026-11-29 00:00:00.000000"
 FLOOR_TABLES = ("simstore_fingerprints", "simstore_decisions")
 INSERT_KEPT = (
-    "INSERT INTO floor_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, part) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO floor_fingerprints (ns_id, key, fp, b0, b1, b2, b3, added_at, part, "
+    "simhash_indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)"
+)
+# a band lookup as simstore's band indexes answer it: they hold the rows found by SimHash bands
+# (``simhash_indexed = 1``, the indexes' own WHERE), so a lookup without it scans the table
+BAND_LOOKUP = " UNION ALL ".join(
+    f"SELECT id, fp FROM {{table}} WHERE ns_id = ? AND b{b} = ? AND simhash_indexed = 1"
+    for b in range(4)
 )
 
 
@@ -121,10 +127,7 @@ class RawSqlite:
     def __init__(self, path: Path, ns_id: int) -> None:
         self.connection = _raw_connection(path)
         self.ns_id = ns_id
-        self.sql = " UNION ALL ".join(
-            f"SELECT id, fp FROM simstore_fingerprints WHERE ns_id = ? AND b{b} = ?"
-            for b in range(4)
-        )
+        self.sql = BAND_LOOKUP.format(table="simstore_fingerprints")
         self.candidates: list[int] = []
 
     def query(self, value: int) -> list[int]:
@@ -149,9 +152,7 @@ class RawAdd:
         self.connection = _raw_connection(path)
         floor_tables(self.connection, copy_rows=True)
         self.ns_id = ns_id
-        self.lookup = " UNION ALL ".join(
-            f"SELECT id, fp FROM floor_fingerprints WHERE ns_id = ? AND b{b} = ?" for b in range(4)
-        )
+        self.lookup = BAND_LOOKUP.format(table="floor_fingerprints")
 
     def add(self, key: str, value: int) -> None:
         params: list[int] = []
