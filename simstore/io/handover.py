@@ -1,6 +1,5 @@
 """Hand-over: load a batch result (``simstore.spark``, ``simstore.policy.batch``) into a store in
-bulk,
-so that online dedup continues from it.
+bulk, so that online dedup continues from it.
 
 ``load(store, rows)`` writes what ``SimStore.add_many`` would have written for the same inputs:
 a ``simstore_fingerprints`` row (fingerprint, bands, comparison text, MinHash signature) and its
@@ -15,7 +14,8 @@ every ``duplicate_of`` names a kept key of the load or of the store. Every row g
 (``at``, default now): its ``added_at`` and time partition, as ``add_many(at=...)`` gives. Rows
 whose key the namespace already holds are skipped (the same fingerprint) or refused
 (``KeyConflict``), so a load that stopped half-way can simply be run again. Each chunk of
-``batch_size`` rows is one transaction under the store's exclusive write lock.
+``batch_size`` rows is one transaction under the store's exclusive write lock, written by the
+store's own writer (``simstore.storage._writer.load_decided``).
 
 On disk (``simstore spark dedup --handover DIR``, read back by ``read_parquet`` for ``simstore db
 load``): Parquet with the columns of ``HANDOVER_COLUMNS`` (the fingerprint signed, as stored) and
@@ -24,39 +24,23 @@ load``): Parquet with the columns of ``HANDOVER_COLUMNS`` (the fingerprint signe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Protocol
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
-from simstore.errors import InvalidInput, InvalidType, KeyConflict, missing_extra
+from simstore.errors import InvalidInput, InvalidType, missing_extra
 from simstore.policy.policies import MEASURES
-from simstore.storage import _prepared as prepared
-from simstore.storage._finder import padded_params
-from simstore.storage.locking import lock_for_write
-from simstore.storage.retention import partition_of, utc_naive
-from simstore.storage.schema import (
-    BandKeyRow,
-    DecisionRow,
-    FingerprintRow,
-    band_keys_in_row,
-    decisions,
-    fingerprints,
-    minhash_keys,
-    namespaces,
-    pack_text,
-)
+from simstore.storage._writer import DecidedRow, load_decided
+from simstore.storage.retention import utc_naive
+from simstore.storage.scope import Scope
 from simstore.text import minhash
-from simstore.text.encoding import bands, check_fingerprint, from_signed, to_hex, to_signed
+from simstore.text.encoding import check_fingerprint, from_signed
 from simstore.validate import check_fraction, check_int, check_key, check_text_value
 
-if TYPE_CHECKING:  # the store delegates its bulk load here: no import cycle at run time
+if TYPE_CHECKING:
     from simstore.policy.policies import Policy
-    from simstore.store import SimStore
     from simstore.text.presets import Preset
 
 __all__ = [
@@ -81,21 +65,17 @@ LOAD_MEASURES = (*MEASURES, "minhash", "containment")
 _IN_CHUNK = 500  # keys per IN list when reading back ids and known keys
 
 
-class LoadRow(NamedTuple):
-    """One decided text of a batch result, as ``load`` takes it (a mapping with these fields
-    works too). ``fingerprint`` is unsigned; ``text``, ``signature`` and ``band_keys`` matter
-    for kept rows only (band keys default to the signature's)."""
+LoadRow = DecidedRow
+"""One decided text of a batch result, as ``load`` takes it (a mapping with these fields works
+too). ``fingerprint`` is unsigned; ``text``, ``signature`` and ``band_keys`` matter for kept rows
+only (band keys default to the signature's)."""
 
-    key: str
-    kept: bool
-    fingerprint: int
-    text: str | None = None
-    signature: bytes | None = None
-    band_keys: Sequence[int] | None = None
-    duplicate_of: str | None = None
-    distance: int | None = None
-    measure: str | None = None
-    score: float | None = None
+
+class HasScope(Protocol):
+    """What ``load`` needs of a store: its ``scope`` (``SimStore`` has one)."""
+
+    @property
+    def scope(self) -> Scope: ...
 
 
 @dataclass(frozen=True)
@@ -109,12 +89,11 @@ class LoadReport:
 
 def band_keys_of(signature: bytes) -> tuple[int, ...]:
     """The distinct, sorted MinHash band keys of a stored signature (as ``Policy.sign`` has)."""
-    values = minhash.from_bytes(signature).reshape(1, minhash.VALUES)
-    return tuple(sorted(set(minhash.band_keys(values)[0].tolist())))
+    return minhash.stored_band_keys([signature])[0]
 
 
 def load(
-    store: SimStore,
+    store: HasScope | Scope,
     rows: Iterable[LoadRow | Mapping[str, Any]],
     *,
     at: datetime | None = None,
@@ -124,18 +103,15 @@ def load(
     check_int("batch_size", batch_size, lowest=1)
     if isinstance(rows, (str, bytes, Mapping)):
         raise InvalidType("load takes an iterable of rows, not a single row")
+    scope = store if isinstance(store, Scope) else store.scope
     moment = utc_naive(at)
-    part = partition_of(moment, store.partition_seconds)
     kept = duplicates = skipped = 0
     for chunk in _chunked(rows, batch_size):
         checked = [_check_row(row) for row in chunk]
-        with store.connections.transaction() as conn:
-            lock_for_write(conn, store.ns_id, None, namespace=store.namespace)
-            fresh = _drop_known(conn, store.ns_id, checked)
-            skipped += len(checked) - len(fresh)
-            _write(conn, store.ns_id, moment, part, fresh)
-        kept += sum(1 for row in fresh if row.kept)
-        duplicates += sum(1 for row in fresh if not row.kept)
+        written = load_decided(scope, checked, moment)
+        skipped += len(checked) - len(written)
+        kept += sum(1 for row in written if row.kept)
+        duplicates += sum(1 for row in written if not row.kept)
     return LoadReport(kept, duplicates, skipped)
 
 
@@ -169,7 +145,7 @@ def _check_row(raw: object) -> LoadRow:
             row = LoadRow(**raw)
         except TypeError as error:
             raise InvalidInput(f"a load row needs key, kept and fingerprint ({error})") from None
-    elif isinstance(raw, LoadRow):
+    elif isinstance(raw, DecidedRow):
         row = raw
     else:
         raise InvalidType(f"a load row is a LoadRow or a mapping, not {type(raw).__name__}")
@@ -225,99 +201,6 @@ def _check_fields(key: str, row: LoadRow) -> None:
     if isinstance(row.score, int) and not isinstance(row.score, bool):
         return  # 0 or 1 read back as an int
     check_fraction(f"key {key!r}: score", row.score)
-
-
-def _drop_known(conn: Connection, ns_id: int, rows: Sequence[LoadRow]) -> list[LoadRow]:
-    """The rows whose key the namespace has no decision for (a known key with the same
-    fingerprint is skipped, with another one refused); a key twice in a load is refused."""
-    seen: dict[str, int] = {}
-    for row in rows:
-        if row.key in seen:
-            raise InvalidInput(f"key {row.key!r} appears twice in the load")
-        seen[row.key] = row.fingerprint
-    known: dict[str, int] = {}
-    keys = list(seen)
-    for first in range(0, len(keys), _IN_CHUNK):
-        wanted = keys[first : first + _IN_CHUNK]
-        # the store's own lookup of recorded decisions (logged ones and kept rows), as add's
-        statement = prepared.decisions_by_key(conn.dialect, prepared.padded(len(wanted)))
-        for row in statement.run(conn, {"ns": ns_id, **padded_params("k", wanted)}):
-            known[row[2]] = from_signed(int(row[3]))  # (id, ns_id, key, fp, ...)
-    for key, value in known.items():
-        if value != seen[key]:
-            raise KeyConflict(
-                f"key {key!r} is in the store with fingerprint {to_hex(value)}, "
-                f"the load has {to_hex(seen[key])}"
-            )
-    return [row for row in rows if row.key not in known]
-
-
-def _write(
-    conn: Connection, ns_id: int, moment: datetime, part: int, rows: Sequence[LoadRow]
-) -> None:
-    kept = [row for row in rows if row.kept]
-    if any(row.signature is None for row in kept):
-        # the finder looks up SimHash bands for signed texts only once a row lacks a signature
-        conn.execute(
-            sa.update(namespaces)
-            .where(namespaces.c.id == ns_id, namespaces.c.unsigned_rows == sa.false())
-            .values(unsigned_rows=sa.true())
-        )
-    in_row = band_keys_in_row(conn.dialect)
-    fingerprint_rows = [_fingerprint_row(ns_id, row, moment, part, in_row) for row in kept]
-    if fingerprint_rows:
-        conn.execute(fingerprints.insert(), [row._asdict() for row in fingerprint_rows])
-    signed = [row for row in kept if row.band_keys and not in_row]
-    if signed:
-        ids = _ids_by_key(conn, ns_id, [row.key for row in signed])
-        band_rows = [
-            BandKeyRow(band_key, ns_id, ids[row.key])
-            for row in signed
-            for band_key in row.band_keys or ()
-        ]
-        conn.execute(minhash_keys.insert(), [row._asdict() for row in band_rows])
-    # the duplicates' decisions (a kept row is its own record)
-    decision_rows = [_decision_row(ns_id, row, moment, part) for row in rows if not row.kept]
-    if decision_rows:
-        conn.execute(decisions.insert(), [row._asdict() for row in decision_rows])
-
-
-def _fingerprint_row(
-    ns_id: int, row: LoadRow, moment: datetime, part: int, keys_in_row: bool
-) -> FingerprintRow:
-    b0, b1, b2, b3 = bands(row.fingerprint)
-    fp = to_signed(row.fingerprint)
-    keys = list(row.band_keys) if keys_in_row and row.band_keys else None
-    return FingerprintRow(
-        ns_id, row.key, fp, b0, b1, b2, b3, moment, part, None, row.signature, keys,
-        row.signature is None, pack_text(row.text),
-    )  # fmt: skip
-
-
-def _decision_row(ns_id: int, row: LoadRow, moment: datetime, part: int) -> DecisionRow:
-    return DecisionRow(
-        ns_id,
-        row.key,
-        to_signed(row.fingerprint),
-        moment,
-        part,
-        row.kept,
-        row.duplicate_of,
-        row.distance,
-        row.measure,
-        row.score,
-    )
-
-
-def _ids_by_key(conn: Connection, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
-    ids: dict[str, int] = {}
-    for first in range(0, len(keys), _IN_CHUNK):
-        statement = sa.select(fingerprints.c.id, fingerprints.c.key).where(
-            fingerprints.c.ns_id == ns_id, fingerprints.c.key.in_(keys[first : first + _IN_CHUNK])
-        )
-        for row_id, key in conn.execute(statement):
-            ids[key] = int(row_id)
-    return ids
 
 
 def made_with(preset: Preset, policy: Policy, max_distance: int) -> str:

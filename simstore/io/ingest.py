@@ -36,7 +36,6 @@ from simstore.validate import check_int
 
 if TYPE_CHECKING:
     from simstore.results import Decision
-    from simstore.store import SimStore
 
 
 class KeyedText(Protocol):
@@ -47,6 +46,16 @@ class KeyedText(Protocol):
 
     @property
     def text(self) -> str: ...
+
+
+class Adder(Protocol):
+    """What ingest needs of a store: its ``add`` and ``add_many`` (``SimStore`` has both)."""
+
+    def add(self, text: str | None = None, *, key: str) -> Decision: ...
+
+    def add_many(
+        self, items: Iterable[Any], *, batch_size: int = ..., workers: int = ...
+    ) -> Iterator[Decision]: ...
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,7 @@ class Rejected:
 
 
 def ingest(
-    store: SimStore,
+    store: Adder,
     records: Iterable[tuple[str, str] | KeyedText | Rejected],
     *,
     batch_size: int = 1000,
@@ -120,7 +129,7 @@ class _Ingest:
     """One run: the records fed and not yet answered, in input order, and when to stop."""
 
     def __init__(
-        self, store: SimStore, source: Iterator[Any], batch_size: int, strict: bool, workers: int
+        self, store: Adder, source: Iterator[Any], batch_size: int, strict: bool, workers: int
     ):
         self.store = store
         self.workers = workers

@@ -1,13 +1,15 @@
-"""``add_many``'s batches planned ahead: fingerprints, normalised texts and signatures of the next
-batches are computed in worker processes while the store decides and writes the current one.
+"""The store's input made into items: an ``add``'s or ``query``'s arguments, ``add_many``'s
+items read in batches (``read_batches``) and planned (``plan_batch``), the next batches planned
+ahead in worker processes while the store decides and writes the current one
+(``planned_ahead``).
 
-Planning (``simstore.policy.batch.plan_items``) is pure computation on the batch's own items and is
-most
-of an ``add_many``'s time with text in; deciding and writing needs the batches in order and the
-database. With ``workers`` processes (0: none) the two overlap. On Linux the workers are forked:
-they never touch the inherited database connections (a worker ends with ``os._exit``, which closes
-nothing of them), and unlike ``spawn`` a fork needs no importable ``__main__`` guard in the
-caller's script. Elsewhere they are spawned (macOS's system libraries are not fork-safe).
+Planning (``simstore.policy.batch.plan_items``: fingerprint, the policy's preparation, signature)
+is pure computation on the batch's own items and is most of an ``add_many``'s time with text in;
+deciding and writing needs the batches in order and the database. With ``workers`` processes (0:
+none) the two overlap. On Linux the workers are forked: they never touch the inherited database
+connections (a worker ends with ``os._exit``, which closes nothing of them), and unlike ``spawn``
+a fork needs no importable ``__main__`` guard in the caller's script. Elsewhere they are spawned
+(macOS's system libraries are not fork-safe).
 
 Workers die with the process that started them: on Linux each asks the kernel for SIGKILL when
 its parent ends (``prctl(PR_SET_PDEATHSIG)``), so a parent killed with -9 leaves no worker
@@ -24,9 +26,16 @@ import os
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from simstore.errors import BatchFailed, InvalidInput, InvalidType, SimstoreError
+from simstore.policy.batch import plan_items
+from simstore.policy.policies import Item, Policy
+from simstore.text.presets import Preset
+from simstore.validate import MAX_TEXT_LENGTH, check_radius
 
 Batch = TypeVar("Batch")
 Planned = TypeVar("Planned")
@@ -99,3 +108,106 @@ def _handed_out(
 
 def _refused() -> Any:
     raise AssertionError("a malformed batch has no plan")  # pragma: no cover - never asked
+
+
+RawItem = tuple[Any, Any, Any, Any]
+"""An ``add_many`` item unpacked: key, text, fingerprint, at."""
+
+
+def unpack(raw: object) -> RawItem:
+    """An ``add_many`` item as (key, text, fingerprint, at)."""
+    if isinstance(raw, Mapping):
+        unknown = set(raw) - {"key", "text", "fingerprint", "at"}
+        if unknown:
+            raise InvalidInput(f"unknown item fields {sorted(unknown)}")
+        return raw.get("key"), raw.get("text"), raw.get("fingerprint"), raw.get("at")
+    if isinstance(raw, tuple) and len(raw) == 2:
+        return raw[0], raw[1], None, None
+    raise InvalidInput("add_many items are (key, text) pairs or mappings with a key")
+
+
+def read_batches(items: object, size: int) -> Iterator[list[RawItem] | BatchFailed]:
+    """``add_many``'s items in batches of ``size``; a malformed item ends them with its
+    BatchFailed (raised in its turn, after the batches before it are written)."""
+    if isinstance(items, (str, bytes, Mapping)):
+        raise InvalidType("add_many takes an iterable of items, not a single item")
+    try:
+        iterator = iter(items)  # type: ignore[call-overload]
+    except TypeError:
+        raise InvalidType(f"add_many takes an iterable, not {type(items).__name__}") from None
+    return _batches(iterator, size)
+
+
+def _batches(items: Iterator[object], size: int) -> Iterator[list[RawItem] | BatchFailed]:
+    committed = 0
+    batch: list[RawItem] = []
+    for raw in items:
+        try:
+            batch.append(unpack(raw))
+        except SimstoreError as error:
+            failure = BatchFailed(
+                f"item {committed + len(batch)} is malformed ({error}); its batch was not "
+                f"written ({committed} items before it are committed)",
+                committed,
+            )
+            failure.__cause__ = error
+            yield failure
+            return
+        if len(batch) >= size:
+            yield batch
+            committed += len(batch)
+            batch = []
+    if batch:
+        yield batch
+
+
+def query_triples(queries: Iterable[object]) -> list[tuple[Any, Any, Any]]:
+    """``query_many``'s texts (str) and fingerprints (int) as (key, text, fingerprint)."""
+    if isinstance(queries, (str, bytes, Mapping)):
+        raise InvalidType("query_many takes an iterable of texts or fingerprints, not one")
+    raw: list[tuple[Any, Any, Any]] = []
+    for query in queries:
+        if isinstance(query, str):
+            raw.append(("query", query, None))
+        elif isinstance(query, int) and not isinstance(query, bool):
+            raw.append(("query", None, query))
+        else:
+            kind = type(query).__name__
+            raise InvalidType(f"query_many takes texts (str) or fingerprints (int), not {kind}")
+    return raw
+
+
+@dataclass(frozen=True)
+class Planner:
+    """How one store makes its input into items: its preset, policy, radius and text limit.
+
+    ``plan_items`` refuses a text with no features (empty, white space, only symbols) and a
+    text longer than ``max_text_length``."""
+
+    preset: Preset
+    policy: Policy
+    store_radius: int
+    max_text_length: int = MAX_TEXT_LENGTH
+
+    def items(self, raw: Sequence[tuple[Any, Any, Any]], max_distance: int | None) -> list[Item]:
+        """The items of (key, text, fingerprint) triples (``max_distance``: the caller's)."""
+        return plan_items(
+            raw,
+            preset=self.preset,
+            policy=self.policy,
+            max_distance=self.store_radius,
+            explicit=None if max_distance is None else check_radius(max_distance),
+            max_text_length=self.max_text_length,
+        )
+
+    def batches(self, max_distance: int | None) -> Callable[[Sequence[RawItem]], list[Item]]:
+        """``plan_batch`` for ``add_many``'s batches (a picklable function: a worker runs it)."""
+        return functools.partial(plan_batch, planner=self, max_distance=max_distance)
+
+
+def plan_batch(raw: Sequence[RawItem], *, planner: Planner, max_distance: int | None) -> list[Item]:
+    """The items of an ``add_many`` batch (module level: a worker process runs it)."""
+    items = planner.items([(key, text, value) for key, text, value, _at in raw], max_distance)
+    for item in items:  # signed: not needed again, and not worth a trip back from a worker
+        item.normalised = None
+    return items

@@ -2,11 +2,11 @@
 and replay confirmed pairs in input order into keep / duplicate-of verdicts.
 
 A batch engine (``simstore.spark``, or a plain loop) reproduces ``SimStore.add_many`` with these
-functions, which are the ones the store itself runs: ``plan_items`` makes the store's items,
-``Policy.is_candidate`` and ``Policy.confirm_many`` are its rule, ``sort_matches`` picks the best
-earlier kept text. The rule: a text is compared only with texts kept before it (a duplicate is
-never a reference), and it is a duplicate of its best confirmed earlier kept text (smallest
-SimHash distance, then earliest, then smallest key); else it is kept.
+functions, which are the ones the store itself runs: ``plan_items`` makes the store's items and
+``simstore.policy.decide`` decides them in input order. The rule: a text is compared only with
+texts kept before it (a duplicate is never a reference), and it is a duplicate of its best
+confirmed earlier kept text (smallest SimHash distance, then earliest, then smallest key); else
+it is kept.
 
 Retention is not modelled: every earlier text counts as inside the window.
 
@@ -18,18 +18,25 @@ Retention is not modelled: every earlier text counts as inside the window.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from simstore.errors import InvalidInput, InvalidType
-from simstore.policy.policies import DEFAULT_POLICY, Item, Kept, Policy, check_policy
-from simstore.policy.probes import band_values
-from simstore.results import preference
+from simstore.policy.decide import (
+    CandidateIndex,
+    Edge,
+    Rule,
+    confirm_pairs,
+    decide_in_order,
+    replay_edges,
+)
+from simstore.policy.policies import DEFAULT_POLICY, Item, Policy, check_policy
+from simstore.results import Match
 from simstore.text.encoding import check_fingerprint
 from simstore.text.fingerprint import analyze_many
+from simstore.text.normalise import is_blank
 from simstore.text.presets import Preset, get_preset
 from simstore.validate import MAX_TEXT_LENGTH, check_key, check_radius, check_text_length
 
@@ -50,17 +57,6 @@ NOTHING_TO_COMPARE = (
     "has no words or characters simstore can compare (it is empty, white space, or only "
     "punctuation, symbols, emoji or invisible characters)"
 )
-
-
-@dataclass(frozen=True)
-class Edge:
-    """A confirmed pair: item ``new`` is a near-duplicate of the earlier item ``old``."""
-
-    new: int
-    old: int
-    distance: int
-    measure: str | None
-    score: float | None
 
 
 @dataclass(frozen=True)
@@ -122,7 +118,7 @@ def plan_items(
             items.append(Item(key, value, None, radius))
             continue
         result = next(analysed)
-        if result.features == 0:
+        if result.features == 0 or is_blank(text):  # (invisible fillers: no text)
             raise InvalidInput(f"the text of key {key!r} {NOTHING_TO_COMPARE}")
         item = Item(key, result.fingerprint, result.features, radius)
         items.append(item)
@@ -159,45 +155,14 @@ def sign(
     )
 
 
-def keeps_base_candidate_rule(policy: Policy) -> bool:
-    """Whether ``policy`` keeps ``Policy.is_candidate`` and ``Policy.by_radius``: two signed
-    texts are candidates by their band keys only (at least ``min_shared``), and only a kept row
-    without a signature is found by SimHash radius."""
-    rule = type(policy)
-    return rule.is_candidate is Policy.is_candidate and rule.by_radius is Policy.by_radius
-
-
 def candidates(items: Sequence[Item], *, policy: Policy = DEFAULT_POLICY) -> list[tuple[int, int]]:
     """Every pair (new, old), old < new, that the store would confirm: shared band keys or the
     SimHash radius, as ``policy.is_candidate`` says. In memory; a big corpus wants a join."""
-    check_policy(policy)
-    holders: dict[int, list[int]] = {}
-    by_band: list[dict[int, list[int]]] = [{}, {}, {}, {}]
-    # under the base rule only an item without a signature is found by SimHash radius: the
-    # others need not be in by_band, and while by_band is empty nothing is probed (the probes
-    # are most of the work for a signed corpus)
-    every_by_radius = not keeps_base_candidate_rule(policy)
+    index = CandidateIndex(check_policy(policy))
     pairs: list[tuple[int, int]] = []
     for new, item in enumerate(items):
-        shared = Counter(old for key in item.band_keys for old in holders.get(key, ()))
-        near: set[int] = set()
-        if by_band[0]:
-            near = {
-                old
-                for band, values in band_values(
-                    item.fingerprint, item.radius, item.own_bands
-                ).items()
-                for value in values
-                for old in by_band[band].get(value, ())
-            }
-        for old in sorted(near.union(shared)):
-            if policy.is_candidate(item, items[old], shared.get(old, 0)):
-                pairs.append((new, old))
-        for key in item.band_keys:
-            holders.setdefault(key, []).append(new)
-        if every_by_radius or item.signature is None:
-            for band, value in enumerate(item.own_bands):
-                by_band[band].setdefault(value, []).append(new)
+        pairs.extend((new, old) for old in index.candidates(item))
+        index.add(new, item)
     return pairs
 
 
@@ -210,55 +175,34 @@ def confirm(
 ) -> list[Edge]:
     """The candidate pairs (new, old) that ``policy`` confirms, with distance, measure, score
     (signature estimates in one numpy pass)."""
-    check_policy(policy)
-    wanted = list(pairs)
-    news = [items[new] for new, _old in wanted]
-    olds = [_as_kept(items[old]) for _new, old in wanted]
-    matches = policy.confirm_many(news, olds, check_radius(max_distance))
-    return [
-        Edge(new, old, match.distance, match.measure, match.score)
-        for (new, old), match in zip(wanted, matches, strict=True)
-        if match is not None
-    ]
+    return confirm_pairs(items, pairs, Rule(check_policy(policy), check_radius(max_distance)))
 
 
-def _as_kept(item: Item, at: datetime = _SAME_MOMENT) -> Kept:
-    return Kept(item.key, item.fingerprint, at, item.text, item.signature)
+def _verdict(key: str, matches: Sequence[Match]) -> Verdict:
+    if not matches:
+        return Verdict(key, True)
+    best = matches[0]
+    return Verdict(key, False, best.key, best.distance, best.measure, best.score)
 
 
 def replay(
     keys: Sequence[str], edges: Iterable[Edge], *, moments: Sequence[datetime] | None = None
 ) -> list[Verdict]:
-    """Keep / duplicate-of verdicts in input order from confirmed edges, by the store's rule.
+    """Keep / duplicate-of verdicts in input order from confirmed edges, by the store's rule
+    (``simstore.policy.decide``).
 
     ``moments`` (when each input arrived) break ties between equally near kept texts as the
     store's ``added_at`` does; by default every input shares one moment (``add_many(at=...)``).
     """
     if moments is not None and len(moments) != len(keys):
         raise InvalidInput(f"{len(moments)} moments for {len(keys)} keys")
-    earlier: dict[int, list[Edge]] = {}
-    for edge in edges:
+    given = list(edges)
+    for edge in given:
         if not 0 <= edge.old < edge.new < len(keys):
             raise InvalidInput(f"edge {edge.new} -> {edge.old} does not point to an earlier input")
-        earlier.setdefault(edge.new, []).append(edge)
-    kept = [False] * len(keys)
-    verdicts: list[Verdict] = []
-
-    def order(edge: Edge) -> tuple[Any, ...]:
-        moment = _SAME_MOMENT if moments is None else moments[edge.old]
-        return preference(edge.distance, moment, keys[edge.old])
-
-    for new, key in enumerate(keys):
-        matches = [edge for edge in earlier.get(new, ()) if kept[edge.old]]
-        if not matches:
-            kept[new] = True
-            verdicts.append(Verdict(key, True))
-            continue
-        best = min(matches, key=order)
-        verdicts.append(
-            Verdict(key, False, keys[best.old], best.distance, best.measure, best.score)
-        )
-    return verdicts
+    at = [_SAME_MOMENT] * len(keys) if moments is None else moments
+    decided = replay_edges(keys, given, at)
+    return [_verdict(key, matches) for key, matches in zip(keys, decided, strict=True)]
 
 
 def dedup(
@@ -269,8 +213,9 @@ def dedup(
     policy: Policy = DEFAULT_POLICY,
     max_distance: int = 3,
 ) -> list[Verdict]:
-    """``sign``, ``candidates``, ``confirm`` and ``replay`` in one call, all in memory."""
+    """``sign`` and the store's in-order decision (``simstore.policy.decide``), all in memory:
+    what ``candidates``, ``confirm`` and ``replay`` give together."""
     items = sign(texts, keys=keys, preset=preset, policy=policy, max_distance=max_distance)
-    pairs = candidates(items, policy=policy)
-    edges = confirm(items, pairs, policy=policy, max_distance=max_distance)
-    return replay([item.key for item in items], edges)
+    rule = Rule(check_policy(policy), check_radius(max_distance))
+    decided = decide_in_order(items, [_SAME_MOMENT] * len(items), rule)
+    return [_verdict(item.key, matches or ()) for item, matches in zip(items, decided, strict=True)]

@@ -83,6 +83,7 @@ import numpy as np
 from simstore.errors import InvalidInput, InvalidType, SimstoreError
 from simstore.io import handover
 from simstore.policy import batch
+from simstore.policy.decide import keeps_base_candidate_rule
 from simstore.policy.policies import DEFAULT_POLICY, Item, Policy, check_policy
 from simstore.spark import _against
 from simstore.spark import _executor as executor
@@ -708,7 +709,7 @@ def _candidates_stage(
     ).agg(F.count(F.lit(1)).alias("shared"))  # fmt: skip
     directed = shared.filter(~F.col("hi_prior"))
     backward = shared.filter(~F.col("lo_prior") & (F.col("lo_reach") > F.col("hi")))
-    if batch.keeps_base_candidate_rule(policy):
+    if keeps_base_candidate_rule(policy):
         # two signed texts are candidates by their band keys only (Policy.is_candidate): a pair
         # sharing fewer than the new side's min_shared is never one, so it is not confirmed
         directed = directed.filter(F.col("shared") >= F.col("hi_least"))

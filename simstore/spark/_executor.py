@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from simstore.errors import InvalidInput, SimstoreError
 from simstore.policy import batch
-from simstore.policy.policies import Item, Kept, Policy
+from simstore.policy.decide import Rule, confirm_candidates
+from simstore.policy.policies import Item, Policy
 from simstore.policy.probes import band_values
 from simstore.storage.retention import EPOCH
 from simstore.text.encoding import from_signed, to_signed
@@ -183,10 +184,6 @@ def make_item(
     )
 
 
-def _kept(item: Item) -> Kept:
-    return Kept(item.key, item.fingerprint, EPOCH, item.text, item.signature)
-
-
 def _self_confirm(
     batches: Iterable[pa.RecordBatch], policy: Policy, max_distance: int
 ) -> Iterator[pa.RecordBatch]:
@@ -196,10 +193,8 @@ def _self_confirm(
         items = [
             make_item(*values) for values in zip(*(rows[name] for name in ITEM_FIELDS), strict=True)
         ]
-        candidate = [policy.is_candidate(item, item, len(item.band_keys)) for item in items]
-        wanted = [item for item, ok in zip(items, candidate, strict=True) if ok]
-        found = iter(policy.confirm_many(wanted, [_kept(item) for item in wanted], max_distance))
-        matches = [next(found) if ok else None for ok in candidate]
+        shared = [len(item.band_keys) for item in items]
+        matches = confirm_candidates(items, items, shared, Rule(policy, max_distance))
         yield pa.RecordBatch.from_pydict(
             {
                 "rep": rows["order"],
@@ -253,25 +248,19 @@ def _confirm(
 
         news: list[Item] = []
         olds: list[Item] = []
-        pairs: list[tuple[int, int]] = []
-        for new, old, shared, new_values, old_values in zip(
+        for new, old, new_values, old_values in zip(
             rows["new"],
             rows["old"],
-            rows["shared"],
             zip(*(rows[name] for name in new_fields), strict=True),
             zip(*(rows[name] for name in old_fields), strict=True),
             strict=True,
         ):
-            new_item = cache.get(new) or cache.setdefault(new, make_item(*new_values))
-            old_item = cache.get(old) or cache.setdefault(old, make_item(*old_values))
-            if policy.is_candidate(new_item, old_item, shared):
-                news.append(new_item)
-                olds.append(old_item)
-                pairs.append((new, old))
-        matches = policy.confirm_many(news, [_kept(item) for item in olds], max_distance)
+            news.append(cache.get(new) or cache.setdefault(new, make_item(*new_values)))
+            olds.append(cache.get(old) or cache.setdefault(old, make_item(*old_values)))
+        matches = confirm_candidates(news, olds, rows["shared"], Rule(policy, max_distance))
         confirmed = [
             (new, old, m.distance, m.measure, m.score)
-            for (new, old), m in zip(pairs, matches, strict=True)
+            for new, old, m in zip(rows["new"], rows["old"], matches, strict=True)
             if m is not None
         ]
         yield pa.RecordBatch.from_arrays(

@@ -12,23 +12,27 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from sqlalchemy.engine import Connection
 
+from simstore.errors import InvalidInput
 from simstore.policy._match import EXACT_BAND_RADIUS, near_pairs
+from simstore.policy.decide import BandIndex, Rule
 from simstore.policy.policies import Item, Kept, Policy
 from simstore.policy.probes import PAIR_MAX_RADIUS, band_values, pair_plan, prefers_pairs
 from simstore.results import Judged, Match, sort_matches
 from simstore.storage import _prepared as prepared
+from simstore.storage import reads
+from simstore.storage._connections import Connections
 from simstore.storage.locking import require_namespace
 from simstore.storage.retention import partition_of, window_start
 from simstore.storage.schema import band_keys_in_row, kept_text_of
+from simstore.storage.scope import Scope
 from simstore.text import minhash
 from simstore.text.encoding import BAND_COUNT, MASK64, bands
 
@@ -41,63 +45,6 @@ UNSIGNED_REFRESH_SECONDS = 1.0
 # from this many band-key candidates a numpy pass over their signatures, before they are made
 # and confirmed, costs less than it saves (below it, confirming them is cheaper than the pass)
 MANY_CANDIDATES = 16
-
-
-class Rule(NamedTuple):
-    """What decides a batch: the policy and the store's SimHash radius."""
-
-    policy: Policy
-    max_distance: int
-
-
-class BandIndex:
-    """In-memory band -> positions index, for matching candidates against many probes at once."""
-
-    def __init__(self) -> None:
-        self._bands: list[dict[int, list[int]]] = [{} for _ in range(BAND_COUNT)]
-
-    def add(self, position: int, own_bands: Sequence[int]) -> None:
-        for band, value in enumerate(own_bands):
-            self._bands[band].setdefault(value, []).append(position)
-
-    def lookup(self, probe: Mapping[int, Iterable[int]]) -> set[int]:
-        found: set[int] = set()
-        for band, values in probe.items():
-            table = self._bands[band]
-            for value in values:
-                found.update(table.get(value, ()))
-        return found
-
-
-class BatchIndex:
-    """The items of a batch kept so far, indexed to find the next item's candidates among them.
-
-    Only kept items go in: a batch of thousands of copies of one text then holds one entry per
-    band and key, and every item's lookup stays small (all-pairs joins went quadratic there).
-    Candidates are the policy's (``Policy.is_candidate``), as ``Finder.find`` finds them.
-    """
-
-    def __init__(self, policy: Policy) -> None:
-        self._policy = policy
-        self._bands = BandIndex()
-        self._keys: dict[int, list[int]] = {}
-        self._kept: dict[int, Item] = {}
-
-    def add(self, position: int, item: Item) -> None:
-        self._kept[position] = item
-        self._bands.add(position, item.own_bands)
-        for key in item.band_keys:
-            self._keys.setdefault(key, []).append(position)
-
-    def candidates(self, item: Item) -> list[int]:
-        """Positions of the kept items that ``item`` must be confirmed against."""
-        near = self._bands.lookup(band_values(item.fingerprint, item.radius, item.own_bands))
-        keys = self._keys
-        shared = Counter([j for key in item.band_keys if key in keys for j in keys[key]])
-        is_candidate = self._policy.is_candidate
-        return [  # any order: matches are sorted by (distance, time, key)
-            j for j in near.union(shared) if is_candidate(item, self._kept[j], shared.get(j, 0))
-        ]
 
 
 def _sharing_values(
@@ -118,23 +65,6 @@ def _sharing_values(
     return [row for row, enough in zip(rows, equal.tolist(), strict=True) if enough]
 
 
-def chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for first in range(0, len(values), size):
-        yield values[first : first + size]
-
-
-@cache
-def _param_names(prefix: str, size: int) -> tuple[str, ...]:
-    return tuple(f"{prefix}{j}" for j in range(size))
-
-
-def padded_params(prefix: str, values: Sequence[Any]) -> dict[str, Any]:
-    """Bind values for an IN list padded (by repeating the last value) to a power-of-two size."""
-    size = prepared.padded(len(values))
-    padding = [values[-1]] * (size - len(values))
-    return dict(zip(_param_names(prefix, size), [*values, *padding], strict=True))
-
-
 @dataclass
 class Finder:
     """The read side of a store: its namespace, window and lookup plan. What a candidate must
@@ -149,6 +79,21 @@ class Finder:
     _unsigned_read_at: float = field(default=float("-inf"), init=False)
     _rows: int = field(default=0, init=False)
     _rows_read_at: float = field(default=float("-inf"), init=False)
+
+    @classmethod
+    def of(cls, scope: Scope, lookup: str = "auto") -> Finder:
+        """The finder of an open namespace (``lookup``: one of ``LOOKUPS``)."""
+        if lookup not in LOOKUPS:
+            raise InvalidInput(f"lookup must be one of {', '.join(LOOKUPS)}, got {lookup!r}")
+        return cls(scope.ns_id, scope.keep, scope.partition_seconds, lookup, scope.namespace)
+
+    def lookup_plan(self, connections: Connections, radius: int, refresh: bool = False) -> str:
+        """``"pairs"`` or ``"bands"``: how a SimHash lookup at ``radius`` goes now (``refresh``
+        re-reads the table's size first)."""
+        if refresh:
+            self.forget_table_size()
+        with connections.reading() as conn:
+            return "pairs" if self.uses_pairs(conn, radius) else "bands"
 
     def forget_table_size(self) -> None:
         """Re-read the table's size at the next lookup (``uses_pairs``), not within a minute."""
@@ -267,6 +212,25 @@ class Finder:
             return []
         return self._matches(item, moment, near, keyed, details, rule)
 
+    def query(
+        self, connections: Connections, items: Sequence[Item], moment: datetime, rule: Rule
+    ) -> list[list[Match]]:
+        """What a query finds for ``items`` at ``moment``: one read, no write locks (not
+        ``fresh``). A query does not read the namespace row: after a drop it finds nothing
+        (the drop deleted the rows, and a namespace id is never reused)."""
+        moments = [moment] * len(items)
+        return connections.read(lambda conn: self.find(conn, items, moments, rule, fresh=False))
+
+    def near_misses(self, scope: Scope, key: str, rule: Rule) -> list[Judged]:
+        """Kept ``key``'s candidates when it was added (rows written before its own), as the
+        policy judges them, nearest its bars first; ``InvalidInput`` when ``key`` is not kept."""
+        with scope.connections.reading() as conn:
+            row = reads.kept_row(conn, scope, key)
+            if row is None:
+                raise InvalidInput(f"{key!r} is not a kept key of namespace {scope.namespace!r}")
+            judged = self.judged(conn, row.item, row.added_at, rule, row.id)
+        return sorted(judged, key=lambda j: (j.matched, j.margin, j.key))
+
     def judged(
         self, conn: Connection, item: Item, moment: datetime, rule: Rule, before_id: int
     ) -> list[Judged]:
@@ -384,9 +348,9 @@ class Finder:
             )
         else:
             found_rows = []
-            for chunk in chunks(wanted, prepared.MAX_IN):
+            for chunk in prepared.chunks(wanted, prepared.MAX_IN):
                 statement = prepared.band_key_lookup(conn.dialect, prepared.padded(len(chunk)))
-                found_rows += statement.run(conn, {**params, **padded_params("k", chunk)})
+                found_rows += statement.run(conn, {**params, **prepared.padded_params("k", chunk)})
         for band_key, row_id in found_rows:
             holders.setdefault(int(band_key), []).append(int(row_id))
         found: list[set[int]] = []
@@ -424,7 +388,7 @@ class Finder:
         lists = [
             (band, chunk)
             for band, values in enumerate(per_band)
-            for chunk in chunks(sorted(values), prepared.MAX_IN)
+            for chunk in prepared.chunks(sorted(values), prepared.MAX_IN)
         ]
         if not lists:  # every item went through the pair plan
             return []
@@ -436,7 +400,7 @@ class Finder:
         for group in groups:
             bound = dict(params)
             for i, (_band, chunk) in enumerate(group):
-                bound.update(padded_params(f"v{i}_", chunk))
+                bound.update(prepared.padded_params(f"v{i}_", chunk))
             shape = tuple((band, prepared.padded(len(chunk))) for band, chunk in group)
             rows += prepared.candidate_lookup(conn.dialect, shape, windowed).run(conn, bound)
         return rows
@@ -472,10 +436,12 @@ class Finder:
         are confirmed on what this read returns, never on what the lookup saw.
         """
         found: dict[int, Kept] = {}
-        for chunk in chunks(sorted(ids), prepared.MAX_IN):
+        for chunk in prepared.chunks(sorted(ids), prepared.MAX_IN):
             statement = prepared.rows_by_id(conn.dialect, prepared.padded(len(chunk)))
             found.update(
-                self._as_kept(statement.run(conn, {"ns": self.ns_id, **padded_params("i", chunk)}))
+                self._as_kept(
+                    statement.run(conn, {"ns": self.ns_id, **prepared.padded_params("i", chunk)})
+                )
             )
         return found
 

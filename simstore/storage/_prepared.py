@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -164,6 +165,24 @@ def padded(count: int) -> int:
     while size < count:
         size *= 2
     return min(size, MAX_IN)
+
+
+def chunks(values: Sequence[Any], size: int = MAX_IN) -> Iterator[Sequence[Any]]:
+    """``values`` in slices of at most ``size`` (an IN list's worth by default)."""
+    for first in range(0, len(values), size):
+        yield values[first : first + size]
+
+
+@cache
+def _param_names(prefix: str, size: int) -> tuple[str, ...]:
+    return tuple(f"{prefix}{j}" for j in range(size))
+
+
+def padded_params(prefix: str, values: Sequence[Any]) -> dict[str, Any]:
+    """Bind values for an IN list padded (by repeating the last value) to a power-of-two size."""
+    size = padded(len(values))
+    padding = [values[-1]] * (size - len(values))
+    return dict(zip(_param_names(prefix, size), [*values, *padding], strict=True))
 
 
 def candidate_lookup(

@@ -1,27 +1,37 @@
-"""Writing a batch: decide each item in input order under the write lock, then insert its rows.
+"""Writing: a batch decided in input order under the write lock, and a batch result loaded as it
+was decided elsewhere; both insert their rows through ``insert_rows``.
 
-The caller (``SimStore.add`` / ``add_many``) holds the locks of ``simstore.storage.locking``. One
-query
-finds earlier decisions of the batch's keys (a key added again replays its decision), the finder
-matches every item against the kept rows at once, and the items kept so far in the batch are
-indexed in memory, so an item also sees the items kept before it. Rows are inserted last.
+The caller holds the locks of ``simstore.storage.locking``. One query finds earlier decisions of
+the batch's keys (a key added again replays its decision), the finder finds and confirms every
+new item's matches among the kept rows at once, and ``simstore.policy.decide`` decides the batch
+in input order (each item also sees the items kept before it). Rows are inserted last.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 import sqlalchemy as sa
+from sqlalchemy import exc
 from sqlalchemy.engine import Connection
 
-from simstore.errors import KeyConflict
-from simstore.policy.policies import Item, Kept
-from simstore.results import Decision, Match, sort_matches
+from simstore.errors import BatchFailed, InvalidInput, KeyConflict, NamespaceDropped, SimstoreError
+from simstore.policy._planning import RawItem
+from simstore.policy.decide import Rule, decide_in_order
+from simstore.policy.policies import Item
+from simstore.policy.probes import band_values
+from simstore.results import Decision, Match
 from simstore.storage import _prepared as prepared
-from simstore.storage._finder import BatchIndex, Finder, Rule, chunks, padded_params
-from simstore.storage.retention import partition_of, window_start
+from simstore.storage._connections import CommitOutcomeUnknown, decisions_landed
+from simstore.storage._finder import Finder
+from simstore.storage._group import GroupCommit
+from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
+from simstore.storage.maintenance import refresh_statistics
+from simstore.storage.retention import partition_of, utc_naive, window_start
 from simstore.storage.schema import (
     DecisionRow,
     FingerprintRow,
@@ -32,19 +42,132 @@ from simstore.storage.schema import (
     namespaces,
     pack_text,
 )
-from simstore.text.encoding import from_signed, to_hex, to_signed
+from simstore.storage.scope import Scope
+from simstore.text.encoding import bands, from_signed, to_hex, to_signed
+
+log = logging.getLogger("simstore")
+
+ANALYZE_BATCH_ROWS = 1_000  # add_many batches at least this big may refresh PostgreSQL statistics
+ADD_ATTEMPTS = 5  # an add whose key races in from elsewhere is decided again, at most this often
+
+
+class DecidedRow(NamedTuple):
+    """One text of a batch result, decided elsewhere (``simstore.spark``, ``policy.batch``).
+
+    ``fingerprint`` is unsigned; ``text``, ``signature`` and ``band_keys`` matter for kept rows
+    only; a duplicate names its kept text (``duplicate_of``) and how it was confirmed."""
+
+    key: str
+    kept: bool
+    fingerprint: int
+    text: str | None = None
+    signature: bytes | None = None
+    band_keys: Sequence[int] | None = None
+    duplicate_of: str | None = None
+    distance: int | None = None
+    measure: str | None = None
+    score: float | None = None
 
 
 class Writer:
-    """The write side of a namespace (its id, window and partition length)."""
+    """The write side of an open namespace: adds under their locks, retried when a key races in,
+    and loads of batch results."""
 
-    def __init__(
-        self, ns_id: int, keep: timedelta | None, partition_seconds: int, finder: Finder
-    ) -> None:
-        self.ns_id = ns_id
-        self.keep = keep
-        self.partition_seconds = partition_seconds
+    def __init__(self, scope: Scope, finder: Finder, *, group_commit: bool = False) -> None:
+        self.scope = scope
+        self.ns_id = scope.ns_id
+        self.keep = scope.keep
+        self.partition_seconds = scope.partition_seconds
         self.finder = finder
+        self.rule = Rule(scope.policy, scope.max_distance)
+        # after a COMMIT that lost its connection: whether its decisions are in the database
+        self._landed = decisions_landed(scope.ns_id, scope.namespace)
+        self._group = GroupCommit(self.add_batch, self._add_one) if group_commit else None
+
+    def add(self, item: Item, moment: datetime) -> Decision:
+        """One add: in its own transaction, or with the adds other threads make meanwhile
+        (group commit)."""
+        partition_of(moment, self.partition_seconds)  # refuses a time past the partition numbers
+        if self._group is not None:
+            return self._group.add(item, moment)
+        return self._add_one(item, moment)
+
+    def _add_one(self, item: Item, moment: datetime) -> Decision:
+        """One add in its own transaction, under the locks of its probes and keys."""
+        probe = None
+        if self.scope.dialect == "postgresql" and item.radius <= BAND_LOCK_MAX_RADIUS:
+            probe = [
+                (band, value)
+                for band, values in band_values(item.fingerprint, item.radius).items()
+                for value in values
+            ]
+
+        def decide(conn: Connection) -> Decision:
+            unsigned = lock_for_write(
+                conn, self.ns_id, probe, item.key, item.band_keys, namespace=self.scope.namespace
+            )
+            return self.decide(conn, [item], [moment], self.rule, unsigned)[0]
+
+        for _attempt in range(ADD_ATTEMPTS):
+            try:
+                return self.scope.connections.write(decide, self._landed)
+            except exc.IntegrityError:
+                # the same key raced in from elsewhere: the retry finds its decision
+                log.debug("integrity error adding %r, retrying", item.key)
+        raise SimstoreError(f"could not add key {item.key!r}")  # pragma: no cover
+
+    def add_batch(self, items: Sequence[Item], moments: Sequence[datetime]) -> list[Decision]:
+        """A batch in one transaction, in order, under the namespace's exclusive lock."""
+
+        def decide(conn: Connection) -> list[Decision]:
+            unsigned = lock_for_write(conn, self.ns_id, None, namespace=self.scope.namespace)
+            return self.decide(conn, items, moments, self.rule, unsigned)
+
+        return self.scope.connections.write(decide, self._landed)
+
+    def add_planned(
+        self,
+        batches: Iterable[tuple[list[RawItem] | Exception, Callable[[], list[Item]]]],
+        at: datetime | None,
+    ) -> Iterator[Decision]:
+        """``add_many``'s batches (each with the function that plans it), in order, one
+        transaction each; a malformed item's ``BatchFailed`` is raised in its turn."""
+        committed = 0
+        for batch, planned in batches:
+            if isinstance(batch, Exception):
+                raise batch
+            yield from self._add_planned(batch, planned, at, committed)
+            committed += len(batch)
+
+    def _add_planned(
+        self,
+        raw: Sequence[RawItem],
+        planned: Callable[[], list[Item]],
+        at: datetime | None,
+        committed: int,
+    ) -> list[Decision]:
+        """An ``add_many`` batch (``raw``, its items from ``planned()``) at ``at`` or each item's
+        own time; a failure of the batch is ``BatchFailed`` (``committed``: items before it)."""
+        try:
+            items = planned()
+            batch_moment = utc_naive(at)  # one transaction, one moment, unless an item says
+            moments = [batch_moment if when is None else utc_naive(when) for *_, when in raw]
+            for moment in set(moments):
+                partition_of(moment, self.partition_seconds)  # before anything is written
+            decided = self.add_batch(items, moments)
+            if len(raw) >= ANALYZE_BATCH_ROWS:
+                refresh_statistics(self.scope.connections)
+            return decided
+        except NamespaceDropped:
+            raise  # not a bad batch: nothing more can be written through this store
+        except (SimstoreError, exc.IntegrityError) as error:
+            unknown = isinstance(error, CommitOutcomeUnknown)
+            raise BatchFailed(
+                f"batch starting at item {committed} "
+                f"{'may or may not have been written' if unknown else 'was not written'}: {error} "
+                f"({committed} items before it are committed)",
+                committed,
+            ) from error
 
     def decide(
         self,
@@ -57,55 +180,38 @@ class Writer:
         """Decide and write a batch in input order (the caller holds the write locks;
         ``unsigned``: the namespace's flag, if the lock statement read it)."""
         earlier = self.decisions_of(conn, [item.key for item in items])
-        found = self._find_new(conn, items, moments, rule, unsigned, earlier)
-        kept_so_far = BatchIndex(rule.policy)
-        kept_at: dict[int, datetime] = {}  # batch position -> time, of the items kept so far
-        decided: dict[str, Decision] = {}
-        kept_rows: list[FingerprintRow] = []
-        signed: list[tuple[str, int, tuple[int, ...]]] = []  # kept: key, part, band keys
-        log_rows: list[DecisionRow] = []
+        again = _seen_before(items, earlier)
+        found = self._find_new(conn, items, moments, rule, unsigned, again)
+        starts = None if self.keep is None else _window_starts(moments, self.keep)
+        decided = decide_in_order(
+            items, moments, rule, found=found, window_starts=starts, skip=again
+        )
+        rows = _Rows(self.ns_id, self.partition_seconds, band_keys_in_row(conn.dialect))
+        by_key: dict[str, Decision] = {}
         out: list[Decision] = []
-        last_moment: datetime | None = None
-        start: datetime | None = None
-        part = 0
-        in_row = band_keys_in_row(conn.dialect)
-        for position, (item, moment, matches) in enumerate(zip(items, moments, found, strict=True)):
-            if item.key in decided or item.key in earlier:
-                out.append(self._again(conn, item, decided.get(item.key), earlier.get(item.key)))
+        for item, moment, matches in zip(items, moments, decided, strict=True):
+            if matches is None:
+                out.append(self._again(conn, item, by_key.get(item.key), earlier.get(item.key)))
                 continue
-            if moment != last_moment:  # a batch mostly shares one moment: work it out once
-                last_moment, start = moment, window_start(moment, self.keep)
-                part = partition_of(moment, self.partition_seconds)
-            for other in kept_so_far.candidates(item):
-                if start is None or kept_at[other] >= start:
-                    match = rule.policy.confirm(
-                        item, _kept(items[other], kept_at[other]), rule.max_distance
-                    )
-                    if match is not None:
-                        matches.append(match)
-            matches = sort_matches(matches)
             best = matches[0] if matches else None
-            fp = to_signed(item.fingerprint)
             if best is None:
-                kept_at[position] = moment
-                kept_so_far.add(position, item)
-                row = FingerprintRow(
-                    self.ns_id, item.key, fp, *item.own_bands, moment, part, None,
-                    item.signature, list(item.band_keys) if in_row and item.band_keys else None,
-                    item.signature is None, pack_text(item.text),
-                )  # fmt: skip
-                kept_rows.append(row)
-                if item.band_keys and not in_row:
-                    signed.append((item.key, part, item.band_keys))
-            else:  # a kept text's row is its decision's record
-                log_rows.append(_decision_row(self.ns_id, item.key, fp, moment, part, best))
-            recorded = None if best is None else best.key
+                rows.keep(item.key, item.fingerprint, moment, item.text, item.signature,
+                          item.band_keys)  # fmt: skip
+            else:
+                rows.log(item.key, item.fingerprint, moment, best)
             decision = Decision(
-                item.key, item.fingerprint, best is None, best, tuple(matches), False, recorded
+                item.key,
+                item.fingerprint,
+                best is None,
+                best,
+                tuple(matches),
+                False,
+                None if best is None else best.key,
             )
-            decided[item.key] = decision
+            by_key[item.key] = decision
             out.append(decision)
-        self._insert(conn, kept_rows, signed, log_rows)
+        if insert_rows(conn, self.ns_id, rows, unsigned_known=self.finder.unsigned_rows):
+            self.finder.unsigned_rows = True
         return out
 
     def _find_new(
@@ -115,12 +221,12 @@ class Writer:
         moments: Sequence[datetime],
         rule: Rule,
         unsigned: bool | None,
-        earlier: Mapping[str, DecisionRow],
+        again: Collection[int],
     ) -> list[list[Match]]:
-        """The finder's matches of the items whose key has no recorded decision (a key added
-        before replays its decision, so looking its text up again would be thrown away: a
-        re-run ingest spent half its time there); an empty list for the others."""
-        new = [position for position, item in enumerate(items) if item.key not in earlier]
+        """The finder's matches of the items decided now (a key seen before replays its
+        decision, so looking its text up again would be thrown away: a re-run ingest spent
+        half its time there); an empty list for the others."""
+        new = [position for position in range(len(items)) if position not in again]
         found: list[list[Match]] = [[] for _ in items]
         if not new:
             return found
@@ -143,73 +249,18 @@ class Writer:
             )
         return dataclasses.replace(prior, replayed=True)
 
-    def _insert(
-        self,
-        conn: Connection,
-        kept_rows: Sequence[FingerprintRow],
-        signed: Sequence[tuple[str, int, tuple[int, ...]]],
-        log_rows: Sequence[DecisionRow],
-    ) -> None:
-        row_id = None
-        if kept_rows:
-            if not self.finder.unsigned_rows and any(r.signature is None for r in kept_rows):
-                self._mark_unsigned(conn)
-            row_id = prepared.insert_into(conn.dialect, fingerprints).run_rows(conn, kept_rows)
-        if signed:
-            # one kept row (every single add): its id is the insert's, not read back by key
-            known = {signed[0][0]: row_id} if len(kept_rows) == 1 and row_id else {}
-            self._insert_band_keys(conn, signed, known)
-        if log_rows:
-            prepared.insert_into(conn.dialect, decisions).run_rows(conn, log_rows)
-
-    def _mark_unsigned(self, conn: Connection) -> None:
-        """Record that the namespace now holds rows without a signature (before inserting them).
-
-        The flag is cached only once it is committed by someone: an update that finds it already
-        set proves that; one that sets it may still roll back, and a cached true would then stop
-        this store from ever setting it, so other stores would skip SimHash lookups they need.
-        """
-        changed = conn.execute(
-            sa.update(namespaces)
-            .where(namespaces.c.id == self.ns_id, namespaces.c.unsigned_rows == sa.false())
-            .values(unsigned_rows=sa.true())
-        ).rowcount
-        if not changed:
-            self.finder.unsigned_rows = True
-
-    def _insert_band_keys(
-        self,
-        conn: Connection,
-        kept: Sequence[tuple[str, int, tuple[int, ...]]],
-        known: Mapping[str, int],
-    ) -> None:
-        """The MinHash side-table rows of rows just inserted (ids not ``known`` read back by
-        key)."""
-        ids: dict[str, int] = dict(known)
-        unknown = [key for key, _part, _keys in kept if key not in ids]
-        for chunk in chunks(unknown, prepared.MAX_IN):
-            statement = prepared.ids_by_key(conn.dialect, prepared.padded(len(chunk)))
-            params = {"ns": self.ns_id, **padded_params("k", chunk)}
-            for row_id, key in statement.run(conn, params):
-                ids[key] = int(row_id)
-        ns_id = self.ns_id
-        rows = [  # BandKeyRow's order, as plain tuples: a batch has ~16 a kept text
-            (band_key, ns_id, row_id)
-            for key, _part, band_keys in kept
-            for row_id in (ids[key],)
-            for band_key in band_keys
-        ]
-        prepared.insert_into(conn.dialect, minhash_keys).run_rows(conn, rows)
-
     def decisions_of(self, conn: Connection, keys: Sequence[str]) -> dict[str, DecisionRow]:
         """The recorded decisions of these keys (as rows; a kept row stands for its own)."""
-        found: dict[str, DecisionRow] = {}
-        for chunk in chunks(sorted(set(keys)), prepared.MAX_IN):
-            statement = prepared.decisions_by_key(conn.dialect, prepared.padded(len(chunk)))
-            for row in statement.run(conn, {"ns": self.ns_id, **padded_params("k", chunk)}):
-                decision = DecisionRow(*row[1:])  # the row without its id
-                found[decision.key] = decision
-        return found
+        return decisions_of(conn, self.ns_id, keys)
+
+    def recorded(self, key: str) -> Decision | None:
+        """The decision recorded for ``key`` (None: never added, or purged)."""
+        with self.scope.connections.reading() as conn:
+            row = self.decisions_of(conn, [key]).get(key)
+            require_namespace(conn, self.ns_id, self.scope.namespace)
+            if row is None:
+                return None
+            return self.replay(conn, row, Item(key, from_signed(int(row.fp)), None, 0))
 
     def replay(self, conn: Connection, row: DecisionRow | None, item: Item) -> Decision:
         """The Decision a recorded row stands for (the key was added with this fingerprint)."""
@@ -237,13 +288,167 @@ class Writer:
         return Decision(item.key, stored, False, match, matches, True, row.duplicate_of)
 
 
-def _kept(item: Item, added_at: datetime) -> Kept:
-    return Kept(item.key, item.fingerprint, added_at, item.text, item.signature)
+def decisions_of(conn: Connection, ns_id: int, keys: Sequence[str]) -> dict[str, DecisionRow]:
+    """The recorded decisions of these keys in namespace ``ns_id`` (as rows; a kept row stands
+    for its own)."""
+    found: dict[str, DecisionRow] = {}
+    for chunk in prepared.chunks(sorted(set(keys))):
+        statement = prepared.decisions_by_key(conn.dialect, prepared.padded(len(chunk)))
+        params = {"ns": ns_id, **prepared.padded_params("k", chunk)}
+        for row in statement.run(conn, params):
+            decision = DecisionRow(*row[1:])  # the row without its id
+            found[decision.key] = decision
+    return found
 
 
-def _decision_row(
-    ns_id: int, key: str, fp: int, moment: datetime, part: int, best: Match
-) -> DecisionRow:
-    return DecisionRow(
-        ns_id, key, fp, moment, part, False, best.key, best.distance, best.measure, best.score
-    )
+def load_decided(scope: Scope, rows: Sequence[DecidedRow], moment: datetime) -> list[DecidedRow]:
+    """Write rows decided elsewhere, all at ``moment``, in one transaction under the namespace's
+    exclusive lock: the rows whose key the namespace holds no decision for. A known key with the
+    same fingerprint is skipped, with another one refused (``KeyConflict``); a key twice in
+    ``rows`` is refused. The rows written."""
+    partition_of(moment, scope.partition_seconds)  # refuses a time past the partition numbers
+    given: dict[str, int] = {}
+    for row in rows:
+        if row.key in given:
+            raise InvalidInput(f"key {row.key!r} appears twice in the load")
+        given[row.key] = row.fingerprint
+    with scope.connections.transaction() as conn:
+        lock_for_write(conn, scope.ns_id, None, namespace=scope.namespace)
+        known = decisions_of(conn, scope.ns_id, list(given))
+        for key, recorded in known.items():
+            stored = from_signed(int(recorded.fp))
+            if stored != given[key]:
+                raise KeyConflict(
+                    f"key {key!r} is in the store with fingerprint {to_hex(stored)}, "
+                    f"the load has {to_hex(given[key])}"
+                )
+        table = _Rows(scope.ns_id, scope.partition_seconds, band_keys_in_row(conn.dialect))
+        fresh = [row for row in rows if row.key not in known]
+        for row in fresh:
+            if row.kept:
+                table.keep(row.key, row.fingerprint, moment, row.text, row.signature,
+                           tuple(row.band_keys or ()))  # fmt: skip
+            else:
+                assert row.duplicate_of is not None and row.distance is not None  # noqa: S101
+                # only the match's key, distance, measure and score are written
+                match = Match(row.duplicate_of, 0, row.distance, moment, row.measure, row.score)
+                table.log(row.key, row.fingerprint, moment, match)
+        insert_rows(conn, scope.ns_id, table, unsigned_known=False)
+    return fresh
+
+
+def _seen_before(items: Sequence[Item], earlier: Mapping[str, DecisionRow]) -> set[int]:
+    """Positions whose key has a recorded decision, or comes again later in the batch."""
+    seen: set[str] = set()
+    again: set[int] = set()
+    for position, item in enumerate(items):
+        if item.key in earlier or item.key in seen:
+            again.add(position)
+        seen.add(item.key)
+    return again
+
+
+def _window_starts(moments: Sequence[datetime], keep: timedelta) -> list[datetime | None]:
+    """Each moment's window start (a batch mostly shares one moment: worked out once)."""
+    starts: dict[datetime, datetime | None] = {}
+    return [
+        starts[m] if m in starts else starts.setdefault(m, window_start(m, keep)) for m in moments
+    ]
+
+
+class _Rows:
+    """The rows one write inserts: kept rows, their band keys, and duplicates' decisions."""
+
+    def __init__(self, ns_id: int, partition_seconds: int, keys_in_row: bool) -> None:
+        self.ns_id = ns_id
+        self.partition_seconds = partition_seconds
+        self.keys_in_row = keys_in_row
+        self.kept: list[FingerprintRow] = []
+        self.signed: list[tuple[str, tuple[int, ...]]] = []  # kept: key, band keys (side table)
+        self.logged: list[DecisionRow] = []
+        self._moment: datetime | None = None
+        self._part = 0
+
+    def _part_of(self, moment: datetime) -> int:
+        if moment != self._moment:
+            self._moment, self._part = moment, partition_of(moment, self.partition_seconds)
+        return self._part
+
+    def keep(
+        self,
+        key: str,
+        fingerprint: int,
+        moment: datetime,
+        text: str | None,
+        signature: bytes | None,
+        band_keys: tuple[int, ...],
+    ) -> None:
+        in_row = list(band_keys) if self.keys_in_row and band_keys else None
+        self.kept.append(
+            FingerprintRow(
+                self.ns_id, key, to_signed(fingerprint), *bands(fingerprint), moment,
+                self._part_of(moment), None, signature, in_row, signature is None,
+                pack_text(text),
+            )
+        )  # fmt: skip
+        if band_keys and not self.keys_in_row:
+            self.signed.append((key, band_keys))
+
+    def log(self, key: str, fingerprint: int, moment: datetime, best: Match) -> None:
+        self.logged.append(
+            DecisionRow(
+                self.ns_id, key, to_signed(fingerprint), moment, self._part_of(moment), False,
+                best.key, best.distance, best.measure, best.score,
+            )
+        )  # fmt: skip
+
+
+def insert_rows(conn: Connection, ns_id: int, rows: _Rows, *, unsigned_known: bool) -> bool:
+    """Insert one write's rows; True when the namespace is known (committed) to hold unsigned
+    rows (``unsigned_known``: the caller knows it already and skips the flag's update).
+
+    The flag is set before an unsigned row is inserted. A caller caches it only once it is
+    committed by someone: an update that finds it already set proves that; one that sets it may
+    still roll back, and a cached true would then stop this store from ever setting it, so other
+    stores would skip SimHash lookups they need."""
+    committed_flag = unsigned_known
+    row_id = None
+    if rows.kept:
+        if not unsigned_known and any(row.signature is None for row in rows.kept):
+            changed = conn.execute(
+                sa.update(namespaces)
+                .where(namespaces.c.id == ns_id, namespaces.c.unsigned_rows == sa.false())
+                .values(unsigned_rows=sa.true())
+            ).rowcount
+            committed_flag = not changed
+        row_id = prepared.insert_into(conn.dialect, fingerprints).run_rows(conn, rows.kept)
+    if rows.signed:
+        # one kept row (every single add): its id is the insert's, not read back by key
+        known = {rows.signed[0][0]: row_id} if len(rows.kept) == 1 and row_id else {}
+        _insert_band_keys(conn, ns_id, rows.signed, known)
+    if rows.logged:
+        prepared.insert_into(conn.dialect, decisions).run_rows(conn, rows.logged)
+    return committed_flag
+
+
+def _insert_band_keys(
+    conn: Connection,
+    ns_id: int,
+    kept: Sequence[tuple[str, tuple[int, ...]]],
+    known: Mapping[str, int],
+) -> None:
+    """The MinHash side-table rows of rows just inserted (ids not ``known`` read back by key)."""
+    ids: dict[str, int] = dict(known)
+    unknown = [key for key, _keys in kept if key not in ids]
+    for chunk in prepared.chunks(unknown):
+        statement = prepared.ids_by_key(conn.dialect, prepared.padded(len(chunk)))
+        params = {"ns": ns_id, **prepared.padded_params("k", chunk)}
+        for row_id, key in statement.run(conn, params):
+            ids[key] = int(row_id)
+    rows = [  # BandKeyRow's order, as plain tuples: a batch has ~16 a kept text
+        (band_key, ns_id, row_id)
+        for key, band_keys in kept
+        for row_id in (ids[key],)
+        for band_key in band_keys
+    ]
+    prepared.insert_into(conn.dialect, minhash_keys).run_rows(conn, rows)

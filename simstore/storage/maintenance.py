@@ -11,19 +11,19 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from simstore.errors import InvalidType
 from simstore.results import Purged
 from simstore.storage import _prepared as prepared
 from simstore.storage import partitions
 from simstore.storage._connections import Connections
-from simstore.storage._finder import chunks, padded_params
 from simstore.storage.db import translate_errors
-from simstore.storage.locking import lock_for_write, lock_tables
+from simstore.storage.locking import lock_for_write, lock_tables, require_namespace
 from simstore.storage.retention import EPOCH, partition_of, utc_aware, window_start
 from simstore.storage.schema import band_keys_in_row, decisions, fingerprints, minhash_keys
+from simstore.storage.scope import Scope
 from simstore.text import minhash
 
 log = logging.getLogger("simstore")
@@ -33,6 +33,28 @@ _TIMES = {fingerprints: fingerprints.c.added_at, decisions: decisions.c.decided_
 ROWS_PER_BAND_KEY_DELETE = 128  # up to 3,072 keys: one IN list within prepared.MAX_IN
 # what ``delete_band_keys`` needs of a kept row
 _SIGNED_ROW = (fingerprints.c.id, fingerprints.c.ns_id, fingerprints.c.signature)
+
+
+def purge_scope(
+    scope: Scope, window: timedelta | None, now: datetime, *, dry_run: bool = False
+) -> Purged | None:
+    """``purge`` of one open namespace (``NamespaceDropped`` if it has been dropped); None when
+    there is no window."""
+    if not isinstance(dry_run, bool):
+        raise InvalidType(f"dry_run must be a bool, not {type(dry_run).__name__}")
+    if window is None:
+        return None
+    with scope.connections.reading() as conn:
+        require_namespace(conn, scope.ns_id, scope.namespace)
+    return purge(
+        scope.connections,
+        scope.ns_id,
+        scope.partition_seconds,
+        window,
+        now,
+        scope.namespace,
+        dry_run=dry_run,
+    )
 
 
 def purge(
@@ -161,7 +183,7 @@ def _purge_rows(connections: Connections, ns_id: int, cutoff: int) -> tuple[int,
             ).all()
             band_keys += delete_band_keys(conn, found)
             ids = [int(row[0]) for row in found]
-            for chunk in chunks(ids, prepared.MAX_IN):
+            for chunk in prepared.chunks(ids):
                 conn.execute(sa.delete(fingerprints).where(fingerprints.c.id.in_(chunk)))
         total += len(found)
         if len(found) < PURGE_BATCH_ROWS:
@@ -199,8 +221,7 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     ]
     if not signed:
         return 0
-    keys = minhash.band_keys(np.stack([minhash.from_bytes(row[2]) for row in signed])).tolist()
-    held = [set(row_keys) for row_keys in keys]
+    held = [set(keys) for keys in minhash.stored_band_keys([bytes(row[2]) for row in signed])]
     if band_keys_in_row(conn.dialect):
         return sum(map(len, held))
     if conn.dialect.name == "sqlite":  # in-process: an executemany of primary keys is cheapest
@@ -217,21 +238,29 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     for (row_id, ns, _signature), row_keys in zip(signed, held, strict=True):
         by_namespace.setdefault(ns, []).append((row_id, row_keys))
     for ns, owned in by_namespace.items():
-        for chunk in chunks(owned, ROWS_PER_BAND_KEY_DELETE):
+        for chunk in prepared.chunks(owned, ROWS_PER_BAND_KEY_DELETE):
             ids = [row_id for row_id, _keys in chunk]
             wanted = sorted(set().union(*(row_keys for _id, row_keys in chunk)))
             statement = prepared.delete_band_keys_of(
                 conn.dialect, prepared.padded(len(wanted)), prepared.padded(len(ids))
             )
-            statement.run(conn, {"ns": ns, **padded_params("k", wanted), **padded_params("i", ids)})
+            statement.run(
+                conn,
+                {
+                    "ns": ns,
+                    **prepared.padded_params("k", wanted),
+                    **prepared.padded_params("i", ids),
+                },
+            )
     return sum(map(len, held))
 
 
-def remove(connections: Connections, ns_id: int, key: str, *, namespace: str | None = None) -> bool:
+def remove(scope: Scope, key: str) -> bool:
     """Forget ``key`` (its kept row, band keys and decision); True if there was anything
-    (``NamespaceDropped``, naming ``namespace``, when the namespace is gone)."""
-    with connections.transaction() as conn:
-        lock_for_write(conn, ns_id, None, namespace=namespace)
+    (``NamespaceDropped`` when the namespace is gone)."""
+    ns_id = scope.ns_id
+    with scope.connections.transaction() as conn:
+        lock_for_write(conn, ns_id, None, namespace=scope.namespace)
         found = conn.execute(
             sa.select(*_SIGNED_ROW).where(fingerprints.c.ns_id == ns_id, fingerprints.c.key == key)
         ).all()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import exc
@@ -32,6 +32,7 @@ from sqlalchemy.exc import ArgumentError
 from simstore._version import __version__
 from simstore.errors import (
     DatabaseUnavailable,
+    InvalidInput,
     PolicyMismatch,
     PresetMismatch,
     SchemaOutOfDate,
@@ -43,10 +44,13 @@ from simstore.storage import migrate, partitions
 from simstore.storage._connections import Connections
 from simstore.storage.db import connection_for, redact
 from simstore.storage.locking import lock_for_write
-from simstore.storage.retention import format_duration, utc_naive
+from simstore.storage.retention import format_duration, parse_duration, utc_naive
 from simstore.storage.schema import decisions, fingerprints, metadata, namespaces
+from simstore.storage.scope import Scope
 from simstore.text import minhash
+from simstore.text.fingerprint import ensure_available
 from simstore.text.presets import Preset, get_preset
+from simstore.validate import MAX_NAMESPACE_LENGTH, check_name
 
 log = logging.getLogger("simstore")
 
@@ -63,6 +67,35 @@ class Namespace:
     policy: Policy
     partition_seconds: int
     max_distance: int = 3  # the SimHash radius: recorded for a policy that decides texts by it
+
+
+def open_scope(
+    connections: Connections,
+    name: str,
+    *,
+    preset: str | Preset | None,
+    partition: str | timedelta | float,
+    policy: Policy | None,
+    keep: timedelta | None,
+    max_distance: int | None,
+    auto_upgrade: bool | None,
+) -> Scope:
+    """Open namespace ``name`` for a store (``open_namespace``, after the schema is checked or
+    upgraded) and say so once if its retention window and partitions disagree."""
+    name = check_name("namespace", name, MAX_NAMESPACE_LENGTH)
+    partition_length = parse_duration(partition)
+    if partition_length < timedelta(minutes=1):
+        raise InvalidInput("partition must be at least one minute (partition numbers are INT)")
+    if preset is not None:
+        ensure_available(preset)  # before a file or a namespace is made
+    prepare_schema(connections, auto_upgrade)
+    seconds = max(int(partition_length.total_seconds()), 1)
+    opened = open_namespace(connections, name, preset, seconds, policy, max_distance)
+    warn_about_partitions(connections, name, keep)
+    return Scope(
+        connections, opened.id, name, opened.partition_seconds, keep, opened.preset,
+        opened.policy, opened.max_distance,
+    )  # fmt: skip
 
 
 def prepare_schema(connections: Connections, auto_upgrade: bool | None) -> None:
@@ -311,10 +344,6 @@ def warn_about_partitions(connections: Connections, namespace: str, keep: timede
     )
 
 
-if TYPE_CHECKING:
-    from simstore.store import SimStore
-
-
 class NoSuchNamespace(SimstoreError):
     """A namespace (or the database itself) that a read-only use expected is not there."""
 
@@ -411,8 +440,9 @@ def existing(bind: str | URL, name: str) -> None:
         )
 
 
-def drop(store: SimStore) -> dict[str, int]:
-    """Delete the store's namespace: its rows in every simstore table, then the namespace row.
+def drop(scope: Scope) -> dict[str, int]:
+    """Delete an open store's namespace (``SimStore.scope``): its rows in every simstore table,
+    then the namespace row.
 
     One transaction that takes the namespace's exclusive write lock, so an add either finishes
     before it or fails after it with ``NamespaceDropped`` (its check under the lock finds the row
@@ -420,12 +450,12 @@ def drop(store: SimStore) -> dict[str, int]:
     Returns the rows deleted per table; ``NamespaceDropped`` if it was dropped already.
     """
     deleted: dict[str, int] = {}
-    with store.connections.transaction() as conn:
-        lock_for_write(conn, store.ns_id, None, namespace=store.namespace)
+    with scope.connections.transaction() as conn:
+        lock_for_write(conn, scope.ns_id, None, namespace=scope.namespace)
         for table in metadata.sorted_tables:
             if table is namespaces or "ns_id" not in table.c:
                 continue
-            result = conn.execute(sa.delete(table).where(table.c.ns_id == store.ns_id))
+            result = conn.execute(sa.delete(table).where(table.c.ns_id == scope.ns_id))
             deleted[table.name] = int(result.rowcount)
-        conn.execute(sa.delete(namespaces).where(namespaces.c.id == store.ns_id))
+        conn.execute(sa.delete(namespaces).where(namespaces.c.id == scope.ns_id))
     return deleted

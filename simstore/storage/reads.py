@@ -15,6 +15,7 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from simstore.policy.decide import as_kept
 from simstore.policy.policies import Item, Kept
 from simstore.results import Stats
 from simstore.storage.locking import require_namespace
@@ -33,9 +34,7 @@ class KeptRow(NamedTuple):
 
     def as_kept(self) -> Kept:
         """The row as a candidate of a later text (``Policy.judge``'s ``kept``)."""
-        return Kept(
-            self.item.key, self.item.fingerprint, self.added_at, self.item.text, self.item.signature
-        )
+        return as_kept(self.item, self.added_at)
 
 
 def kept_text(scope: Scope, key: str) -> str | None:
@@ -70,8 +69,7 @@ def kept_row(conn: Connection, scope: Scope, key: str) -> KeptRow | None:
     item = Item(key, from_signed(int(row.fp)), None, scope.max_distance, text=text, planned=True)
     if row.signature is not None:
         item.signature = bytes(row.signature)
-        keys = minhash.band_keys(minhash.from_bytes(item.signature)[None, :]).tolist()[0]
-        item.band_keys = tuple(sorted(set(keys)))
+        item.band_keys = minhash.stored_band_keys([item.signature])[0]
     return KeptRow(int(row.id), item, row.added_at)
 
 

@@ -32,8 +32,10 @@ existed are the 96 values alone; the values and band keys are the same either wa
 After the size, a signature may carry the opening of its text (the first characters of the
 normalised text, zlib-compressed UTF-8): the default policy keeps it for texts too long to keep
 whole, to tell two documents of one template (other names in the same licence, man page or
-package description) from an edited copy (``simstore.policy.policies``). Values, size and band keys
-are the same with or without it.
+package description) from an edited copy (``simstore.policy.policies``). After the opening and a
+NUL may follow a sketch of the whole text's numbers (``simstore.text.lookalike.sketch``), so
+that a version bumped far past the opening is seen too. Values, size and band keys are the same
+with or without them.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ ROWS = 4  # values per band: one 32-bit word (band_keys relies on it)
 SIGNATURE_BYTES = VALUES  # one byte a value (signatures stored before sizes: nothing more)
 SIZE_BYTES = 4  # then the text's distinct n-grams, little endian
 SIZED_BYTES = SIGNATURE_BYTES + SIZE_BYTES
+SKETCH_MARK = "\x00"  # in the compressed payload: the opening before it, the sketch after
 CHANCE = 1 / 256  # two bytes of different minima agree with this probability
 # a pass holds GRAMS_PER_PASS x VALUES 32-bit images (1.5 MB): small enough to stay in a core's
 # L2 cache, which made a batch's minima 1.6x faster than passes of 65,536 grams (25 MB)
@@ -233,17 +236,40 @@ def band_keys(signed: Signatures) -> npt.NDArray[np.int64]:
     return high
 
 
-def to_bytes(signature: Signatures, size: int | None = None, opening: str | None = None) -> bytes:
+def distinct_band_keys(signed: Signatures) -> list[tuple[int, ...]]:
+    """Each signature's band keys, distinct and sorted, as a row's ``simstore_minhash`` rows
+    hold them (two bands with one key are one row)."""
+    return [tuple(sorted(set(keys))) for keys in band_keys(signed).tolist()]
+
+
+def stored_band_keys(stored: Sequence[bytes]) -> list[tuple[int, ...]]:
+    """``distinct_band_keys`` of stored signatures (``to_bytes``'s form)."""
+    if not stored:
+        return []
+    return distinct_band_keys(np.stack([from_bytes(signature) for signature in stored]))
+
+
+def to_bytes(
+    signature: Signatures,
+    size: int | None = None,
+    opening: str | None = None,
+    sketch: Sequence[str] | None = None,
+) -> bytes:
     """One signature as stored in the row: one byte a value, then the text's distinct n-grams
-    when ``size`` is given (capped at 2**32 - 1), then ``opening`` compressed, when given (it
-    needs ``size``)."""
+    when ``size`` is given (capped at 2**32 - 1), then ``opening`` and ``sketch`` (tokens of the
+    whole text, ``simstore.text.lookalike.sketch``) compressed, when given (they need ``size``):
+    the opening, then NUL and the sketch's tokens separated by spaces (a comparison text holds
+    neither NUL nor a space inside a token)."""
     values = signature.astype(np.uint8, copy=False).tobytes()
     if size is None:
-        if opening is not None:
+        if opening is not None or sketch is not None:
             raise ValueError("a signature carries an opening only after its size")
         return values
     sized = values + min(size, 0xFFFFFFFF).to_bytes(SIZE_BYTES, "little")
-    return sized if opening is None else sized + zlib.compress(opening.encode("utf-8"))
+    if opening is None and sketch is None:
+        return sized
+    payload = (opening or "") + ("" if sketch is None else SKETCH_MARK + " ".join(sketch))
+    return sized + zlib.compress(payload.encode("utf-8"))
 
 
 def is_stored_signature(stored: bytes) -> bool:
@@ -265,15 +291,32 @@ def size_of(stored: bytes) -> int | None:
     return int.from_bytes(stored[SIGNATURE_BYTES:SIZED_BYTES], "little")
 
 
-def opening_of(stored: bytes) -> str | None:
-    """The opening of the text a stored signature carries (None: it carries none). Raises
-    ValueError when the bytes after the size are no compressed UTF-8 text."""
+def _payload(stored: bytes) -> str | None:
     if len(stored) <= SIZED_BYTES:
         return None
     try:
         return zlib.decompress(stored[SIZED_BYTES:]).decode("utf-8")
     except (zlib.error, UnicodeDecodeError) as error:
         raise ValueError(f"a signature's opening is unreadable: {error}") from None
+
+
+def opening_of(stored: bytes) -> str | None:
+    """The opening of the text a stored signature carries (None: it carries none). Raises
+    ValueError when the bytes after the size are no compressed UTF-8 text."""
+    payload = _payload(stored)
+    if payload is None:
+        return None
+    opening = payload.partition(SKETCH_MARK)[0]
+    return opening if opening or SKETCH_MARK not in payload else None
+
+
+def sketch_of(stored: bytes) -> tuple[str, ...] | None:
+    """The sketch a stored signature carries (``to_bytes``; None: it carries none)."""
+    payload = _payload(stored)
+    if payload is None or SKETCH_MARK not in payload:
+        return None
+    tokens = payload.partition(SKETCH_MARK)[2]
+    return tuple(tokens.split(" ")) if tokens else ()
 
 
 def contained(estimate: float, size_a: int, size_b: int) -> float:

@@ -43,7 +43,7 @@ def _text(topic: str, variant: int = 0) -> str:
 
 def _hold_first_group(store: SimStore, queued: int) -> list[list[str]]:
     """The keys of each group the store writes; the first waits until ``queued`` adds queue."""
-    group = store._group
+    group = store._writer._group
     assert group is not None
     write_group = group._write_group
     groups: list[list[str]] = []
@@ -86,9 +86,9 @@ def _wait_until(condition: Any) -> None:
 def _add_in_threads(store: SimStore, adds: list[tuple[str, str]]) -> dict[str, Any]:
     """Each add in a thread of its own, the first alone until it leads; key -> outcome."""
     outcomes: dict[str, Any] = {}
-    assert store._group is not None
+    assert store._writer._group is not None
     threads = [_start_add(store, *adds[0], outcomes)]
-    _wait_until(lambda: store._group is not None and store._group._leading)
+    _wait_until(lambda: store._writer._group is not None and store._writer._group._leading)
     threads += [_start_add(store, text, key, outcomes) for text, key in adds[1:]]
     for thread in threads:
         thread.join()
@@ -123,7 +123,7 @@ def test_near_duplicates_in_one_group_are_decided_in_arrival_order(
     make_store: StoreFactory,
 ) -> None:
     store = make_store(group_commit=True)
-    group = store._group
+    group = store._writer._group
     assert group is not None
     groups = _hold_first_group(store, queued=2)
     outcomes: dict[str, Any] = {}

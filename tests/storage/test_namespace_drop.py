@@ -72,7 +72,7 @@ def _writer(
 def _dropper(url: str, namespace: str, results: Any) -> None:
     store = SimStore(url, namespace=namespace)
     try:
-        results.put(sum(namespaces.drop(store).values()))
+        results.put(sum(namespaces.drop(store.scope).values()))
     finally:
         store.close()
 
@@ -164,7 +164,7 @@ def test_a_stale_store_never_reaches_a_namespace_created_after_the_drop(
     stale = make_store(namespace=name)
     for i in range(3):
         stale.add(f"{TEXT} {i} {'x' * i}", key=f"k{i}")
-    namespaces.drop(make_store(namespace=name))
+    namespaces.drop(make_store(namespace=name).scope)
     new = make_store(namespace=f"new-{uuid.uuid4().hex[:8]}")
     assert new.ns_id != stale.ns_id  # SQLite gave it the dropped id
 
@@ -181,7 +181,7 @@ def test_a_stale_store_never_reaches_a_namespace_created_after_the_drop(
         "stats": stale.stats,
         "remove": lambda: stale.remove("k0"),
         "purge": lambda: stale.purge(keep="1d"),
-        "drop": lambda: namespaces.drop(stale),
+        "drop": lambda: namespaces.drop(stale.scope),
     }
     done = {what: _outcome(call) for what, call in calls.items()}
     assert new.stats().kept == 0 and new.stats().decisions == 0
@@ -199,7 +199,7 @@ def test_a_store_opened_again_after_the_drop_starts_empty(make_store: StoreFacto
     name = f"again-{uuid.uuid4().hex[:8]}"
     first = make_store(namespace=name)
     first.add(TEXT, key="a")
-    namespaces.drop(first)
+    namespaces.drop(first.scope)
     again = make_store(namespace=name)
     assert again.ns_id != first.ns_id
     assert again.stats().kept == 0 and again.add(TEXT, key="a").inserted
@@ -229,7 +229,7 @@ def test_0011_gives_new_namespaces_ids_above_every_id_rows_still_name(tmp_path: 
         assert migrate.current(url) == migrate.head()
         assert store.ns_id > newest
         assert store.stats().kept == 0
-        namespaces.drop(store)
+        namespaces.drop(store.scope)
         with sqlite3.connect(path) as conn:
             assert conn.execute("SELECT id, name FROM simstore_namespaces").fetchall() == names
             assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]

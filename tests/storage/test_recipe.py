@@ -147,8 +147,14 @@ def test_folding_traditional_chinese_works_from_the_command_line(tmp_path: Path)
     assert [match["key"] for match in found["matches"]] == ["s"]
     unfolded = tmp_path / "plain"
     unfolded.mkdir()
-    cli(unfolded, "ingest", str(records(unfolded / "s.jsonl", {"s": SIMPLIFIED})))
+    off = ("--policy-option", "fold_traditional=false")  # folding is the default now
+    cli(unfolded, *off, "ingest", str(records(unfolded / "s.jsonl", {"s": SIMPLIFIED})))
     assert json.loads(cli(unfolded, "--json", "query", TRADITIONAL).stdout)["matches"] == []
+    default = tmp_path / "default"
+    default.mkdir()
+    cli(default, "ingest", str(records(default / "s.jsonl", {"s": SIMPLIFIED})))
+    found = json.loads(cli(default, "--json", "query", TRADITIONAL).stdout)
+    assert [match["key"] for match in found["matches"]] == ["s"]
     bad = cli(tmp_path, "--policy-option", "fold_traditional", "stats")
     assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr
 
@@ -177,8 +183,10 @@ def test_flask_refuses_bad_settings_when_the_app_starts(tmp_path: Path) -> None:
     )
     ext = FlaskSimStore(app)
     with app.app_context():
-        assert ext.store.policy == MinHashVerification(threshold=0.8, strip_social=True)
-        assert ext.store._group is not None
+        assert ext.store.policy == MinHashVerification(
+            threshold=0.8, strip_social=True, fold_traditional=False
+        )
+        assert ext.store._writer._group is not None
 
 
 def test_django_reports_a_bad_setting_in_its_system_check(tmp_path: Path) -> None:
@@ -210,7 +218,12 @@ def test_a_recipe_recorded_before_an_option_existed_keeps_its_rule() -> None:
         del old["params"][option]
     adopted = policy_from_recipe(json.dumps(old))
     assert adopted == MinHashVerification(
-        typos=False, containment=None, long_containment=None, opening_length=None
+        typos=False,
+        containment=None,
+        long_containment=None,
+        opening_length=None,
+        keep_symbols=False,
+        identity_rule=False,
     )
     # a namespace made once typos and containment existed, before long texts' containment:
     # its long texts are still decided by the estimate alone

