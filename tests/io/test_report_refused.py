@@ -1,18 +1,19 @@
 """The report's refused pairs: with ``--texts`` both sides are shown whatever their length, and
 each pair names the option that would have merged it, which a store made with that option
-confirms by merging the two texts (the CLI as a subprocess)."""
+confirms by merging the two texts (the CLI as a subprocess; a longer window in process)."""
 
 from __future__ import annotations
 
 import json
 import random
 import re
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from simstore.io.report import NO_OPTION
+from simstore.io.report import NO_OPTION, gather
 from simstore.policy.policies import MinHashVerification
 from simstore.store import SimStore
 from tests.cli.test_commands import Cli
@@ -128,3 +129,19 @@ def test_without_texts_a_long_refused_pair_says_where_its_texts_are(tmp_path: Pa
     for pair in pairs:
         assert "give the source records (--texts) to see it" in pair["sides"], pair
         options_of(pair["head"])
+
+
+def test_a_candidate_outside_the_window_names_the_keep_that_merges_it() -> None:
+    words = [word for _, text in corpus()[:2] for word in text.split()][:30]
+    text, start = " ".join(words), datetime(2030, 1, 1)
+    later = start + timedelta(days=3)
+    with SimStore("sqlite://", keep="2d") as store:
+        store.add(text, key="old", at=start)
+        assert store.add(text + " again", key="new", at=later).inserted
+        [refused] = gather(store.scope, near_misses=store.near_misses, now=later).refused
+    assert refused.reason == "outside the retention window"
+    assert refused.merged_by == "keep=4d (now 2d)"
+    with SimStore("sqlite://", keep="4d") as store:  # the independent check
+        store.add(text, key="old", at=start)
+        decision = store.add(text + " again", key="new", at=later)
+        assert decision.duplicate_of is not None and decision.duplicate_of.key == "old"
