@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import json
 import re
 from abc import ABC, abstractmethod
@@ -34,11 +35,22 @@ from typing import ClassVar, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from simstore.errors import InvalidInput, InvalidType, PolicyMismatch, missing_extra
+from simstore.errors import InvalidInput, InvalidType, MissingExtra, PolicyMismatch
 from simstore.results import Judged, Match
 from simstore.text import minhash
 from simstore.text._algorithms import default_normalise, default_normalise_many
 from simstore.text.encoding import bands
+from simstore.text.lookalike import (
+    NO_CONTEXT,
+    Context,
+    Swap,
+    context,
+    identity_swaps,
+    names_of,
+    sketch_swaps,
+)
+from simstore.text.lookalike import sketch as number_sketch
+from simstore.text.normalise import compare_normalise, compare_normalise_many
 from simstore.text.similarity import (
     char_ngrams,
     containment_of_sets,
@@ -74,6 +86,7 @@ class Item:
     band_keys: tuple[int, ...] = ()  # its distinct LSH band keys, sorted
     planned: bool = False  # whether a policy planned it (else: decided by distance alone)
     mostly_cjk: bool = False  # most of its normalised characters are Chinese or Japanese
+    context: Context = NO_CONTEXT  # its names and title (``simstore.text.lookalike``)
     own_bands: tuple[int, int, int, int] = field(init=False)  # bands(fingerprint), split once
 
     def __post_init__(self) -> None:
@@ -385,8 +398,12 @@ class MinHashVerification(Policy):
     radius, and then the distance decides. When both texts are shorter than ``short_length``
     normalised characters (their texts are kept), a candidate whose signature estimate reaches
     ``prefilter`` is decided by the exact ``measure`` (Jaccard over character 3-grams by default)
-    >= ``threshold`` (and not a look-alike: ``max_replaced``, ``numbers_matter``); otherwise by
-    the signature's estimate of the 5-gram Jaccard similarity >= ``long_threshold``. Defaults
+    >= ``threshold``; otherwise by the signature's estimate of the 5-gram Jaccard similarity >=
+    ``long_threshold``. Either way two texts that differ by their identity (a number, a symbol, a
+    name, a word replaced the same way throughout: ``simstore.text.lookalike``) are look-alikes,
+    not duplicates, unless ``merge_identity_swaps``; ordinary words replaced here and there,
+    typos, insertions and deletions are edits. Texts are compared as ``simstore.text.normalise``
+    makes them (symbols that carry meaning kept), traditional Chinese folded to simplified. Defaults
     chosen for precision first on the tune half of ``benchmarks/quality`` with its hard negatives
     (``evaluate_policy.py``; the README's Detection quality section has the held-out numbers).
     """
@@ -442,7 +459,19 @@ class MinHashVerification(Policy):
     max_opening_replaced: int = 4
     strip_markup: bool = True  # drop roff comments, requests and escapes, HTML tags and entities
     strip_social: bool = False  # drop URLs, @mentions and repost markers before comparing
-    fold_traditional: bool = False  # compare traditional Chinese as simplified (OpenCC, [zh])
+    fold_traditional: bool = True  # compare traditional Chinese as simplified (OpenCC)
+    # compare with the symbols that carry meaning (C++, C#, .NET, --verbose, 1.2.3:
+    # ``simstore.text.normalise``); False: word characters only (simstore 0.4.0's comparison)
+    keep_symbols: bool = True
+    # look-alikes told by what differs, at every length (``simstore.text.lookalike``: numbers,
+    # symbols, names, a word replaced the same way throughout, the title; a long text's opening
+    # and the numbers of its whole text), so that an edited copy is a duplicate and a template
+    # filled in twice is not; ``max_replaced`` and ``max_opening_replaced`` then count nothing.
+    # False: by how many words differ (simstore 0.4.0's rule)
+    identity_rule: bool = True
+    # True: texts that differ only by their identity (two product pages of one template) are
+    # duplicates too; look-alikes are not set apart
+    merge_identity_swaps: bool = False
 
     def __post_init__(self) -> None:
         _check_measure(self.measure)
@@ -462,11 +491,20 @@ class MinHashVerification(Policy):
         check_int("max_replaced", self.max_replaced, lowest=0, optional=True)
         check_int("opening_length", self.opening_length, lowest=1, optional=True)
         check_int("max_opening_replaced", self.max_opening_replaced, lowest=0)
-        for name in ("numbers_matter", "typos", "strip_markup", "strip_social", "fold_traditional"):
+        for name in (
+            "numbers_matter",
+            "typos",
+            "strip_markup",
+            "strip_social",
+            "fold_traditional",
+            "keep_symbols",
+            "identity_rule",
+            "merge_identity_swaps",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInput(f"{name} must be True or False")
         if self.fold_traditional:
-            _traditional_folder()  # fail now, not at the first add, when OpenCC is missing
+            _check_folder()  # fail now, not at the first add, when OpenCC is missing
 
     def score(self, a: str, b: str) -> float:
         """Similarity of two normalised texts under the policy's exact measure."""
@@ -477,7 +515,16 @@ class MinHashVerification(Policy):
         media markers stripped and traditional characters folded, when asked. A text that would be
         left empty is kept whole, so that two bare links never look identical."""
         prepared = self._stripped(text)
-        return prepared if default_normalise(prepared) else text
+        return prepared if self.normalise(prepared) else text
+
+    def normalise(self, text: str) -> str:
+        """The comparison text of a prepared text: ``compare_normalise`` (symbols kept) or,
+        with ``keep_symbols`` False, ``default_normalise``."""
+        return compare_normalise(text) if self.keep_symbols else default_normalise(text)
+
+    def _sets_apart(self) -> bool:
+        """Whether identity swaps are look-alikes under the identity rule."""
+        return self.identity_rule and not self.merge_identity_swaps
 
     def _stripped(self, text: str) -> str:
         prepared = text
@@ -490,17 +537,23 @@ class MinHashVerification(Policy):
         return prepared
 
     def plan(self, item: Item, text: str, max_distance: int) -> None:
-        self._planned(item, default_normalise(self.prepare(text)), max_distance)
+        prepared = self.prepare(text)
+        if self._sets_apart():
+            item.context = context(prepared)
+        self._planned(item, self.normalise(prepared), max_distance)
 
     def plan_many(
         self, items: Sequence[Item], texts: Sequence[str], max_distance: int
     ) -> list[Item]:
         """``plan`` for a batch: the prepared texts normalised in one pass, then signed."""
         stripped = [self._stripped(text) for text in texts]
-        normalised = default_normalise_many(stripped)
+        normal = compare_normalise_many if self.keep_symbols else default_normalise_many
+        normalised = normal(stripped)
         for item, text, prepared, own in zip(items, texts, stripped, normalised, strict=True):
             if not own and prepared is not text:  # stripped to nothing: the text is kept whole
-                own = default_normalise(text)
+                own, prepared = self.normalise(text), text
+            if self._sets_apart():
+                item.context = context(prepared)
             self._planned(item, own, max_distance)
             item.planned = True
         self.sign(items)
@@ -519,12 +572,33 @@ class MinHashVerification(Policy):
         if not wanted:
             return
         values, sizes = minhash.sketches([item.normalised or "" for item in wanted])
-        keys = minhash.band_keys(values).tolist()
+        keys = minhash.distinct_band_keys(values)  # shared keys are counted once
         for item, signature, size, band_keys in zip(
             wanted, values, sizes.tolist(), keys, strict=True
         ):
-            item.signature = minhash.to_bytes(signature, size, self._kept_opening(item))
-            item.band_keys = tuple(sorted(set(band_keys)))  # shared keys are counted once
+            item.signature = minhash.to_bytes(
+                signature, size, self._kept_opening(item), self._kept_sketch(item)
+            )
+            item.band_keys = band_keys
+
+    def _kept_sketch(self, item: Item) -> tuple[str, ...] | None:
+        """What its signature carries for the identity rule (``simstore.text.lookalike.sketch``):
+        a long text's numbers and its names, a short text's names (its numbers are in its kept
+        text), so that a kept row is judged as it was decided (``SimStore.near_misses``)."""
+        if not self.identity_rule:
+            return None
+        names = item.context.names
+        if item.text is not None:
+            return number_sketch("", names, numbers=False) if names else None
+        return number_sketch(item.normalised or "", names)
+
+    def _context(self, item: Item) -> Context:
+        """The item's ``Context``: made when it was planned, or read from its signature (a kept
+        row judged again)."""
+        if item.context.names or item.signature is None:
+            return item.context
+        found = minhash.sketch_of(item.signature)
+        return item.context if found is None else Context(names_of(found))
 
     def _kept_opening(self, item: Item) -> str | None:
         """The opening a planned item's signature carries: a long text's (not mostly CJK)."""
@@ -586,7 +660,7 @@ class MinHashVerification(Policy):
                 if contained is None:
                     return None
                 measure, score = "containment", contained
-            if self._opening_replaced(item, kept) is not None:
+            if self._long_lookalike(item, kept):
                 return None
             return Match(
                 kept.key, kept.fingerprint, distance, kept.added_at, measure, round(score, 6)
@@ -600,7 +674,7 @@ class MinHashVerification(Policy):
             if contained is None:
                 return None
             measure, score = "containment", contained
-        if self._lookalike(item.text, kept.text):
+        if self._short_lookalike(item, kept.text):
             return None
         return Match(kept.key, kept.fingerprint, distance, kept.added_at, measure, round(score, 6))
 
@@ -688,8 +762,82 @@ class MinHashVerification(Policy):
         p ~ 0.02, at 0.65 ~ 0.19, at 0.85 ~ 0.0001)."""
         return self.short_min_bands if item.text is not None else self.min_bands
 
+    def _short_lookalike(self, item: Item, kept_text: str) -> bool:
+        """Whether a short text and a kept one are one template filled with other content."""
+        if not self.identity_rule:
+            return self._lookalike(item.text or "", kept_text)
+        return bool(self._short_swaps(item, kept_text))
+
+    def _short_swaps(self, item: Item, kept_text: str) -> list[Swap]:
+        """The identity swaps between a short text and a kept one (none when they are merged)."""
+        if not self._sets_apart():
+            return []
+        return identity_swaps(
+            kept_text,
+            item.text or "",
+            self._context(item),
+            typos=self.typos,
+            numbers=self.numbers_matter,
+        )
+
+    def _long_lookalike(self, item: Item, kept: Item | Kept) -> bool:
+        """Whether two texts decided by their estimate are one template's different documents."""
+        if not self.identity_rule:
+            return self._opening_replaced(item, kept) is not None
+        return bool(self._long_swaps(item, kept))
+
+    def _long_swaps(self, item: Item, kept: Item | Kept) -> list[Swap]:
+        """The identity swaps of two texts decided by their estimate: in their openings (aligned
+        each way with the first part of one against the whole of the other, the fewer taken, as
+        an insertion pushes words past an opening's end) and among the numbers of the whole
+        texts (their sketches)."""
+        if not self._sets_apart():
+            return []
+        swaps: list[Swap] = []
+        if self.numbers_matter and item.signature is not None and kept.signature is not None:
+            own_sketch, other_sketch = self._sketch(item), self._sketch(kept)
+            if own_sketch is not None and other_sketch is not None:
+                swaps.extend(sketch_swaps(other_sketch, own_sketch))
+        if self.opening_length is None or item.mostly_cjk:
+            return swaps
+        own, other = self._opening(item), self._opening(kept)
+        if own is None or other is None:
+            return swaps
+        own, other = _whole_words(own), _whole_words(other)
+        own_words, other_words = Counter(own.split()), Counter(other.split())
+        fewer = min(own_words.total(), other_words.total())
+        if (own_words & other_words).total() < OPENING_SHARED * fewer:
+            return swaps  # no one template: other text in front (a long header added), or none
+        part = int(OPENING_ALIGNED * self.opening_length)
+        ctx = self._context(item)
+        found = [
+            identity_swaps(
+                _whole_words(other[:part]),
+                own,
+                ctx,
+                typos=self.typos,
+                numbers=self.numbers_matter,
+                whole=False,
+            ),
+            identity_swaps(
+                other,
+                _whole_words(own[:part]),
+                ctx,
+                typos=self.typos,
+                numbers=self.numbers_matter,
+                whole=False,
+            ),
+        ]
+        return swaps + min(found, key=len)
+
+    def _sketch(self, side: Item | Kept) -> tuple[str, ...] | None:
+        if side.text is not None:
+            return number_sketch(side.text)
+        return None if side.signature is None else minhash.sketch_of(side.signature)
+
     def _lookalike(self, a: str, b: str) -> bool:
-        """Whether two short texts are one template filled with other content."""
+        """Whether two short texts are one template filled with other content (by counting
+        replaced words: the rule without ``identity_rule``)."""
         if self.max_replaced is None and not self.numbers_matter:
             return False
         places, numbers = replacements(a, b, typos=self.typos)
@@ -708,10 +856,13 @@ class MinHashVerification(Policy):
                 bar = self.long_containment or 1.0
                 return _judged(kept, distance, "containment", judged.score, bar, "duplicate")
             reason = "duplicate" if judged.matched else "estimate under the threshold"
+            accepted = estimate >= least or self._contained_long(item, kept, estimate) is not None
+            if not judged.matched and accepted and self.identity_rule:
+                swaps = self._long_swaps(item, kept)
+                if swaps:
+                    reason = _lookalike_reason(swaps)
             places = None if judged.matched else self._opening_replaced(item, kept)
-            if places is not None and (
-                estimate >= least or self._contained_long(item, kept, estimate) is not None
-            ):
+            if places is not None and accepted and not self.identity_rule:
                 reason = f"look-alike: {places} replaced word(s) in the opening"
             return _judged(kept, distance, "minhash", estimate, least, reason, judged.matched)
         score = self.score(item.text, kept.text)
@@ -723,6 +874,8 @@ class MinHashVerification(Policy):
             )
         elif score < self.threshold:
             reason = "score under the threshold"
+        elif self.identity_rule:
+            reason = _lookalike_reason(self._short_swaps(item, kept.text))
         else:
             places, numbers = replacements(item.text, kept.text, typos=self.typos)
             reason = f"look-alike: {places} replaced word(s)" + (
@@ -733,11 +886,15 @@ class MinHashVerification(Policy):
     def describe(self, max_distance: int) -> str:
         cjk = "" if self.cjk_long_threshold is None else f" ({self.cjk_long_threshold} in CJK)"
         lookalike = "" if self.max_replaced is None else ", look-alikes apart"
+        if self.identity_rule:
+            lookalike = "" if self.merge_identity_swaps else ", identity swaps apart"
         contained = "" if self.containment is None else f" or containment >= {self.containment}"
         long_contained = (
             "" if self.long_containment is None else f" or containment >= {self.long_containment}"
         )
         opening = "" if self.opening_length is None else ", look-alike openings apart"
+        if self.identity_rule:
+            opening = "" if self.merge_identity_swaps else ", identity swaps apart"
         return (
             f"minhash (>= {self.min_bands} shared band keys, {self.short_min_bands} for short "
             f"texts; short texts: {self.measure} >= "
@@ -754,6 +911,18 @@ class MinHashVerification(Policy):
         if any(bar is not None for _label, bar in contained):
             scores["containment"] = tuple((name, bar) for name, bar in contained if bar is not None)
         return scores, (("unsigned rows", max_distance),)
+
+
+def _lookalike_reason(swaps: Sequence[Swap]) -> str:
+    """A look-alike's reason, naming what differs (its first three identity swaps)."""
+    named = "; ".join(str(swap) for swap in swaps[:3])
+    more = f" and {len(swaps) - 3} more" if len(swaps) > 3 else ""
+    return f"look-alike: {named}{more}" if swaps else "look-alike"
+
+
+def _whole_words(text: str) -> str:
+    """A cut text without its last word, which the cut may have split."""
+    return text.rsplit(" ", 1)[0] if " " in text else text
 
 
 # Chinese and Japanese characters: kana, CJK unified ideographs (and Extension A), compatibility
@@ -815,12 +984,26 @@ def strip_markup(text: str) -> str:
     return text
 
 
+def _missing_opencc() -> MissingExtra:
+    return MissingExtra(
+        "fold_traditional needs OpenCC, part of simstore's base install: pip install opencc "
+        "(or reinstall simstore)"
+    )
+
+
+@functools.cache
+def _check_folder() -> None:
+    """Raise now when OpenCC is missing (it is part of the base install)."""
+    if importlib.util.find_spec("opencc") is None:
+        raise _missing_opencc()
+
+
 @functools.cache
 def _traditional_folder() -> Callable[[str], str]:
     try:
         import opencc
     except ImportError:
-        raise missing_extra("fold_traditional needs OpenCC", "zh") from None
+        raise _missing_opencc() from None
     convert: Callable[[str], str] = opencc.OpenCC("t2s").convert
     return convert
 
@@ -836,8 +1019,11 @@ POLICIES: dict[str, type[Policy]] = {
 }
 """The policies by the names the CLI, Flask, Django and recorded recipes use."""
 
-RECIPE_VERSION = 1
-"""The form of ``Policy.recipe``; a recipe of another form is refused, never guessed at."""
+RECIPE_VERSION = 2
+"""The form of ``Policy.recipe``; a recipe of another form is refused, never guessed at. A
+version-1 recipe (simstore 0.4.0) is read with the values of ``_BEFORE_OPTION`` for the options
+it does not record, so its namespace decides as it always did."""
+READABLE_RECIPES = (1, RECIPE_VERSION)
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
@@ -948,6 +1134,11 @@ _BEFORE_OPTION: dict[str, dict[str, object]] = {
         "containment": None,
         "long_containment": None,
         "opening_length": None,
+        # recipe 2: symbols kept, look-alikes by identity, traditional Chinese folded by default
+        # (a version-1 recipe records fold_traditional itself)
+        "keep_symbols": False,
+        "identity_rule": False,
+        "merge_identity_swaps": False,
     },
 }
 """For a recipe recorded before an option existed, the value that keeps the rule it recorded."""
@@ -960,7 +1151,7 @@ def policy_from_recipe(recipe: str) -> Policy:
         name, version, params = data["policy"], data["recipe"], dict(data["params"])
     except (ValueError, KeyError, TypeError):
         raise PolicyMismatch(f"unreadable policy recipe {recipe!r}") from None
-    if version != RECIPE_VERSION or name not in POLICIES:
+    if version not in READABLE_RECIPES or name not in POLICIES:
         raise PolicyMismatch(
             f"the namespace records policy {recipe}, which this simstore cannot make: upgrade "
             "simstore, or pass the policy explicitly"

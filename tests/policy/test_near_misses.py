@@ -32,7 +32,7 @@ def test_a_kept_look_alike_names_the_text_it_was_not_merged_with(make_store: Sto
     assert nine.measure == "jaccard" and nine.threshold == 0.55
     # the score is the documented measure of the two normalised texts (computed here directly)
     assert abs(nine.score - jaccard(NOTICE, OTHER_HOUR, n=3)) < 1e-6 and nine.score >= 0.55
-    assert nine.reason.startswith("look-alike") and "numbers differ" in nine.reason
+    assert nine.reason == "look-alike: '9' -> '11' (number)"  # what differs, named
     assert refused[0].key == "nine"  # the nearest its bar comes first
     # the text kept first had no earlier candidate: nothing to name
     assert store.near_misses("nine") == []
@@ -75,4 +75,4 @@ def test_the_report_shows_the_refused_side_of_the_threshold(make_store: StoreFac
     html = store.report()
     refused = html[html.index('id="refused"') :]
     assert "<code>eleven</code> kept apart from <code>nine</code>" in refused
-    assert "look-alike" in refused and "numbers differ" in refused
+    assert "look-alike" in refused and "(number)" in refused

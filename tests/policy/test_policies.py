@@ -71,7 +71,10 @@ def test_minhash_plans_the_comparison_text_signature_and_band_keys() -> None:
     expected = minhash.signatures([normalised])
     # the values, then the text's distinct 5-grams as Python's sets count them
     size = len(similarity.char_ngrams(normalised, minhash.NGRAM))
-    assert item.signature == minhash.to_bytes(expected[0]) + size.to_bytes(4, "little")
+    sized = minhash.to_bytes(expected[0]) + size.to_bytes(4, "little")
+    assert item.signature is not None and item.signature[: len(sized)] == sized
+    # then the names the identity rule reads ("Pelham", capitalised inside a sentence)
+    assert minhash.sketch_of(item.signature) == ("/", "/", "pelham")
     assert item.band_keys == tuple(sorted(set(minhash.band_keys(expected)[0].tolist())))
 
 
@@ -276,10 +279,14 @@ def test_short_look_alikes_of_one_template_are_not_duplicates() -> None:
     vacuum = planned(policy, "b", TEXT.replace("hiking boots", "robot vacuum"))
     assert similarity.jaccard(TEXT, TEXT.replace("hiking boots", "robot vacuum")) >= 0.55
     assert policy.confirm(vacuum, kept_of(boots), 3) is None
-    lenient = MinHashVerification(max_replaced=None, numbers_matter=False)
-    assert lenient.confirm(
-        planned(lenient, "b", vacuum_text()), kept_of(planned(lenient, "a", TEXT)), 3
-    )
+    # recipe 1's count rule without its limits, and the identity rule with identity swaps merged
+    for lenient in (
+        MinHashVerification(identity_rule=False, max_replaced=None, numbers_matter=False),
+        MinHashVerification(merge_identity_swaps=True),
+    ):
+        assert lenient.confirm(
+            planned(lenient, "b", vacuum_text()), kept_of(planned(lenient, "a", TEXT)), 3
+        )
     score = "Glenmoor Giants beat Ashford Arrows 4-0 on Saturday; Castillo scored twice."
     other = planned(policy, "c", score.replace("4-0", "3-0"))
     assert policy.confirm(other, kept_of(planned(policy, "d", score)), 3) is None
@@ -302,9 +309,12 @@ def test_typos_are_not_replacements() -> None:
         assert similarity.jaccard(norm, norm_edited, normalise=False) >= policy.threshold
         match = policy.confirm(planned(policy, "b", edited), kept_of(planned(policy, "a", text)), 3)
         assert match is not None and match.measure == "jaccard"
-    # two words put for others (more than max_replaced = 1) still make a look-alike
-    swapped = planned(policy, "c", en.replace("mill", "barn").replace("tea", "gin"))
-    assert policy.confirm(swapped, kept_of(planned(policy, "a", en)), 3) is None
+    # recipe 1's rule (identity_rule=False): two words put for others (more than
+    # max_replaced = 1) make a look-alike; the identity rule calls two ordinary words replaced
+    # once each an edit (tests/policy/test_identity_rule.py)
+    counted = MinHashVerification(identity_rule=False)
+    swapped = planned(counted, "c", en.replace("mill", "barn").replace("tea", "gin"))
+    assert counted.confirm(swapped, kept_of(planned(counted, "a", en)), 3) is None
 
 
 BODY = "The council meets on Sunday to vote on the new bridge over the river Ash."
@@ -480,8 +490,8 @@ def test_the_look_alike_rule_allows_exactly_max_replaced_words() -> None:
         "along the towpath to the station before the last train of the evening left."
     )
     swaps = [("mill", "barn"), ("tea", "gin"), ("hour", "week")]
-    for limit in (1, 2):
-        policy = MinHashVerification(max_replaced=limit)
+    for limit in (1, 2):  # recipe 1's rule (the identity rule counts no words)
+        policy = MinHashVerification(max_replaced=limit, identity_rule=False)
         kept = kept_of(planned(policy, "a", en))
         for count in (limit, limit + 1):
             edited = en

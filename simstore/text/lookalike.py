@@ -1,0 +1,363 @@
+"""Look-alikes: what differs between two comparison texts, and whether it is their identity.
+
+Two texts of one template filled in twice differ by their identity: a name, product, language,
+package, version, number or identifier. An edited copy differs by ordinary words replaced here
+and there, typos, insertions and deletions. ``identity_swaps`` aligns the two texts' tokens (a
+longest common subsequence, rapidfuzz) and judges each place where both sides hold other tokens
+by what differs there:
+
+- its size: more than ``MAX_SWAP`` tokens on a side (twice that in CJK characters), or one side
+  more than twice the other's, is a passage rewritten or moved: an edit; so is a place whose
+  tokens all occur elsewhere in the other text (moved words);
+- its form: a number (digits, a CJK numeral), even one edit apart (``libfoo1``, ``libfoo2``):
+  identity; the same letters with other symbols (``c`` and ``c++``, ``net`` and ``.net``):
+  identity; the same letters broken at another hyphen or space: layout, an edit;
+- a typo (a small edit inside a word or across the place, one CJK character for another): an edit;
+- a token with a symbol in it (``aspell-da``, ``usr/bin``, ``--verbose``) replaced by another
+  that is no typo of it: identity;
+- a word written with capitals inside a sentence of a text mostly in lowercase (``Context``): a
+  name, identity;
+- the same words replaced by the same words at each of two or more places (none left as it was):
+  a template filled in, identity;
+- Chinese or Japanese words (two characters or more) replaced at more than ``MAX_CJK_WORDS``
+  places: with no capitals to tell a name from a word, nothing tells a fill from an edit, and
+  precision wins: identity;
+- anything else (ordinary words replaced once here and there): an edit.
+
+Numbers are judged over the whole texts as well: one text holding a number the other lacks while
+the other holds a number the first lacks is a number swap wherever the two stand.
+
+``sketch`` and ``sketch_swaps`` carry the number rule to texts too long to keep whole: a bottom-k
+sample (by hash) of a text's tokens with digits, which two sketches compare exactly over the part
+of the hash range both cover.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from rapidfuzz.distance import Indel
+
+from simstore.text._algorithms import nfkc
+from simstore.text.similarity import _is_typo
+
+_CJK = "\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
+_CJK_NUMERALS = frozenset("〇零一二两三四五六七八九十百千万亿")
+_SYMBOL = re.compile(r"[\W_]")
+_DIGIT = re.compile(r"\d")
+# a raw text's sentences: split after an end mark followed by a space, or at a line break
+_SENTENCES = re.compile(r"(?<=[.!?:;])\s+|\n+|(?<=[。！？；])")
+_RAW_TOKEN = re.compile(
+    rf"\w+(?:[-./+#](?=[^\W_{_CJK}])\w+)*",
+)
+NAMES_FROM = 4000  # raw characters read for names
+LOWERCASE_CONTEXT = 0.6  # a text whose tokens start with a capital more often has no names
+SKETCH = 16  # numbers a long text's sketch keeps (half versions and dates, half plain numbers)
+SKETCH_SPLIT = "/"  # between a sketch's parts (no number or name is "/")
+NAMES = 12  # names a sketch keeps
+MAX_SWAP = 4  # tokens on a side of one place: more is a passage rewritten or moved
+# places where Chinese or Japanese words (two characters or more, no typo) stand for others:
+# with no capitals to tell a name from a word, more than this many are a template filled in
+MAX_CJK_WORDS = 1
+_UNBROKEN = re.compile(r"[-./\s]")
+_LEAD = re.compile(r"^\.")  # a leading - comes and goes with layout (a list, a table's rule)
+_TRAIL = re.compile(r"(?:\+\+|#)$")
+_NUMBER = re.compile(r"\d+(?:[.:/-]\d+)*")
+_DIGITS = re.compile(r"\d+")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+
+
+class Swap(NamedTuple):
+    """One place where two texts hold other tokens, judged identity: ``why`` is ``number``,
+    ``symbol``, ``name``, ``recurring`` or ``title``."""
+
+    old: str
+    new: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.old or '-'!r} -> {self.new or '-'!r} ({self.why})"
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    """A comparison text's tokens: single CJK characters, other runs between spaces."""
+    return tuple(_TOKEN.findall(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _tokens(text: str) -> tuple[tuple[str, ...], Counter[str]]:
+    found = tokens(text)
+    return found, Counter(found)
+
+
+def _is_number(token: str) -> bool:
+    return _DIGIT.search(token) is not None or token in _CJK_NUMERALS
+
+
+def _numbers(tokens: Sequence[str]) -> Counter[str]:
+    """The numbers the tokens hold (``10`` in ``10.utime``, ``1.2.3``, CJK numerals)."""
+    found: Counter[str] = Counter()
+    for token in tokens:
+        if token in _CJK_NUMERALS:
+            found[token] += 1
+        elif _DIGIT.search(token):
+            found.update(_NUMBER.findall(token))
+    return found
+
+
+def _shape(number: str) -> str:
+    """A number's shape: its digit runs made one digit (``1.10`` and ``1.9``: ``0.0``)."""
+    return _DIGITS.sub("0", number)
+
+
+def _number_swap(old: Counter[str], new: Counter[str]) -> Swap | None:
+    """A number swap between two texts' numbers: a number only the old holds and one of the
+    same shape only the new holds (a version bumped, a date or a count changed)."""
+    only_old = [n for n in old if old[n] > new[n]]
+    only_new = [n for n in new if new[n] > old[n]]
+    shapes = {_shape(n) for n in only_old} & {_shape(n) for n in only_new}
+    if not shapes:
+        return None
+    gone = [n for n in only_old if _shape(n) in shapes]
+    came = [n for n in only_new if _shape(n) in shapes]
+    return Swap(" ".join(gone[:3]), " ".join(came[:3]), "number")
+
+
+def _has_symbol(token: str) -> bool:
+    inner = token.strip("_")  # _italics_ in plain-text markup
+    return len(inner) > 1 and _SYMBOL.search(inner) is not None
+
+
+def _identifier(token: str) -> bool:
+    """A package-, path-, option- or version-like token (a symbol or a digit in it)."""
+    return _has_symbol(token) or _DIGIT.search(token) is not None
+
+
+def _extended_path(gone: Sequence[str], came: Sequence[str]) -> bool:
+    """One path made longer or shorter (``etc/ssh`` and ``etc/ssh/ssh_config``)."""
+    if len(gone) != 1 or len(came) != 1:
+        return False
+    short, long = sorted((gone[0], came[0]), key=len)
+    return long.startswith(short + "/")
+
+
+def _letters(token: str) -> str:
+    return _SYMBOL.sub("", token)
+
+
+class Context(NamedTuple):
+    """What the new text's raw form says that its comparison text cannot: its names (tokens
+    written with capitals inside a sentence of a text mostly in lowercase)."""
+
+    names: frozenset[str]
+
+
+NO_CONTEXT = Context(frozenset())
+
+
+def context(raw: str) -> Context:
+    """The ``Context`` of a raw text (its first ``NAMES_FROM`` characters)."""
+    head = nfkc(raw[:NAMES_FROM])
+    starts = 0
+    capitalised: set[str] = set()
+    seen = 0
+    for sentence in _SENTENCES.split(head):
+        found = _RAW_TOKEN.findall(sentence)
+        for position, token in enumerate(found):
+            seen += 1
+            if token[0].isupper():
+                starts += 1
+            mixed = any(c.isupper() for c in token[1:]) and any(c.islower() for c in token)
+            if (position and token[0].isupper()) or mixed:  # Alice, iPhone, LibreOffice
+                capitalised.add(token.casefold())
+    lowercase = seen and starts <= LOWERCASE_CONTEXT * seen
+    return Context(frozenset(capitalised) if lowercase else frozenset())
+
+
+def identity_swaps(
+    old: str,
+    new: str,
+    ctx: Context = NO_CONTEXT,
+    *,
+    typos: bool = True,
+    numbers: bool = True,
+    whole: bool = True,
+) -> list[Swap]:
+    """The places where comparison text ``new`` holds other tokens than ``old`` that are its
+    identity (see the module's docstring); empty when the two differ only by edits.
+    ``numbers`` False: numbers are ordinary tokens; ``whole`` False: the texts are parts (two
+    openings), whose numbers are judged where they align, not over the whole."""
+    if old == new:
+        return []
+    left, left_counts = _tokens(old)
+    right, right_counts = _tokens(new)
+    swaps: list[Swap] = []
+    if numbers and whole:
+        swap = _number_swap(_numbers(left), _numbers(right))
+        if swap is not None:
+            swaps.append(swap)
+    gaps: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    end_left = end_right = 0
+    for block in Indel.editops(left, right).as_matching_blocks():
+        if block.a > end_left and block.b > end_right:
+            gaps.append((left[end_left : block.a], right[end_right : block.b]))
+        end_left, end_right = block.a + block.size, block.b + block.size
+    recurring = Counter(gaps)
+    words: list[Swap] = []  # CJK words replaced: only more than one place tells (see above)
+    for a, b in gaps:
+        why = _judge(a, b, ctx, typos, numbers, recurring, left_counts, right_counts)
+        if why is not None:
+            glue = "" if why == "words" else " "  # CJK characters are written together
+            (words if why == "words" else swaps).append(Swap(glue.join(a), glue.join(b), why))
+    if len(words) > MAX_CJK_WORDS:
+        swaps.extend(words)
+    return list(dict.fromkeys(swaps))  # a recurring swap is named once
+
+
+def _judge(
+    a: tuple[str, ...],
+    b: tuple[str, ...],
+    ctx: Context,
+    typos: bool,
+    numbers: bool,
+    recurring: Counter[tuple[tuple[str, ...], tuple[str, ...]]],
+    left_counts: Counter[str],
+    right_counts: Counter[str],
+) -> str | None:
+    """Why the place where ``a`` (old) stands as ``b`` (new) is identity, or None (an edit)."""
+    cjk = all(map(_is_cjk, (*a, *b)))
+    if cjk and not (numbers and _numbers(a) != _numbers(b)):
+        # CJK characters are common to many words, so they are not told moved by being found
+        # elsewhere; one for another is a typo, a word for a word may be a name (see above)
+        if recurring[(a, b)] >= 2 and not any(right_counts[t] for t in a if t not in b):
+            return "recurring"
+        return "words" if min(len(a), len(b)) >= 2 and len(a) + len(b) <= 4 * MAX_SWAP else None
+    # the tokens replaced: a token found elsewhere in the other text was moved, not replaced
+    gone = [t for t in a if right_counts[t] == 0]
+    came = [t for t in b if left_counts[t] == 0]
+    if not gone or not came:
+        return None
+    if max(len(a), len(b)) > MAX_SWAP or max(len(a), len(b)) > 2 * min(len(a), len(b)) + 1:
+        # a passage rewritten or moved: an edit, unless one identifier stands for another there
+        if numbers and _number_swap(_numbers(gone), _numbers(came)) is not None:
+            return "number"
+        return "symbol" if _identifier_swapped(gone, came, typos) else None
+    old_numbers, new_numbers = _numbers(gone), _numbers(came)
+    if numbers and old_numbers and new_numbers and old_numbers != new_numbers:
+        return "number"  # a number in another's place (one only added or dropped: an edit)
+    if _edges(gone) != _edges(came):
+        return "symbol"  # other symbols at a word's edge: c and c++, net and .net, -v and --v
+    if _UNBROKEN.sub("", "".join(gone)) == _UNBROKEN.sub("", "".join(came)):
+        return None  # a word broken or joined at a hyphen, a dot or a space: layout
+    if _is_typo(a, b, typos) or _is_typo((" ".join(gone),), (" ".join(came),), typos):
+        return None
+    if (
+        any(map(_identifier, gone))
+        and any(map(_identifier, came))
+        and not _extended_path(gone, came)
+    ):
+        return "symbol"  # a package-, path- or option-like token replaced by another
+    if any(t in ctx.names for t in came):
+        return "name"
+    if (
+        recurring[(a, b)] >= 2
+        and all(right_counts[t] == 0 for t in gone)
+        and all(left_counts[t] == 0 for t in came)
+    ):
+        return "recurring"
+    if min(len(gone), len(came)) >= 2:
+        return "phrase"  # words in place of words (a product, a title): a template's slot
+    return None
+
+
+def _identifier_swapped(gone: Sequence[str], came: Sequence[str], typos: bool) -> bool:
+    """Whether a token with a symbol (a package, path or option) on one side has none on the
+    other that is a typo of it, and the other side has such a token too."""
+    left = [t for t in gone if _has_symbol(t)]
+    right = [t for t in came if _has_symbol(t)]
+    return bool(left and right) and any(
+        not any(_is_typo((x,), (y,), typos) for y in right) for x in left
+    )
+
+
+def _edges(tokens: Sequence[str]) -> Counter[str]:
+    """The symbols at the tokens' edges (``++`` of ``c++``, ``.`` of ``.net``)."""
+    found: Counter[str] = Counter()
+    for token in tokens:
+        found.update(f"<{lead}" for lead in _LEAD.findall(token))
+        found.update(f"{trail}>" for trail in _TRAIL.findall(token))
+    return found
+
+
+def _is_cjk(token: str) -> bool:
+    return len(token) == 1 and _CJK_CHAR.match(token) is not None
+
+
+def _hash(token: str) -> int:
+    return zlib.crc32(token.encode("utf-8", "surrogatepass"))
+
+
+def sketch(
+    text: str, names: Iterable[str] = (), size: int = SKETCH, numbers: bool = True
+) -> tuple[str, ...]:
+    """What a signature keeps of a text for the look-alike rule: its numbers (``1.2.3``,
+    ``2024``: digit runs joined by ``.-/``) as two bottom-k samples of ``size // 2`` each, in
+    hash order (the versions and dates, numbers of several parts, which a template's fill
+    changes; then the plain numbers), then up to ``NAMES`` of the text's names (``Context``),
+    each part after ``SKETCH_SPLIT``. ``numbers`` False: the names alone (a short text, whose
+    numbers are read from the text it keeps)."""
+    half = size // 2
+    found = set(_NUMBER.findall(text)) if numbers else set()
+    parts = sorted((n for n in found if not n.isdigit()), key=_order)[:half]
+    plain = sorted((n for n in found if n.isdigit()), key=_order)[:half]
+    kept_names = sorted(names, key=_order)[:NAMES]
+    return (*parts, SKETCH_SPLIT, *plain, SKETCH_SPLIT, *kept_names)
+
+
+def names_of(found: Sequence[str]) -> frozenset[str]:
+    """The names a ``sketch`` keeps (none in a sketch made without them)."""
+    if list(found).count(SKETCH_SPLIT) < 2:
+        return frozenset()
+    return frozenset(found[len(found) - list(reversed(found)).index(SKETCH_SPLIT) :])
+
+
+def _order(token: str) -> tuple[int, str]:
+    return _hash(token), token
+
+
+def sketch_swaps(old: Sequence[str], new: Sequence[str], size: int = SKETCH) -> list[Swap]:
+    """A number swap between two texts by their sketches: in either sample, within the hash
+    range both texts' samples cover, a number only the old holds and one of the same shape only
+    the new holds."""
+    for old_part, new_part in zip(_samples(old), _samples(new), strict=True):
+        swap = _sample_swap(old_part, new_part, size // 2)
+        if swap is not None:
+            return [swap]
+    return []
+
+
+def _samples(found: Sequence[str]) -> tuple[Sequence[str], Sequence[str]]:
+    parts: list[list[str]] = [[]]
+    for token in found:
+        if token == SKETCH_SPLIT:
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return (parts[0], parts[1]) if len(parts) >= 2 else ((), ())
+
+
+def _sample_swap(old: Sequence[str], new: Sequence[str], size: int) -> Swap | None:
+    old_set, new_set = set(old), set(new)
+    cover = min(
+        _hash(old[-1]) if len(old) >= size else 1 << 32,
+        _hash(new[-1]) if len(new) >= size else 1 << 32,
+    )
+    only_old = Counter(t for t in old if t not in new_set and _hash(t) <= cover)
+    only_new = Counter(t for t in new if t not in old_set and _hash(t) <= cover)
+    return _number_swap(only_old, only_new)

@@ -1,0 +1,202 @@
+"""The default policy's recipe 2: symbols kept, traditional Chinese folded, look-alikes told by
+what differs (identity swaps apart, edits merged), and one option that merges identity swaps, the
+same from every door. Recipe 1 (simstore 0.4.0's, recorded by existing namespaces) decides as
+before.
+
+Expected decisions follow the documented rules (``simstore.text.lookalike``'s docstring, the
+policy's fields): which words differ and of what kind is worked out by hand in each comment; the
+3-gram Jaccard similarities that must clear the threshold are recomputed with a plain set
+comprehension (the textbook definition), not with simstore's code.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from simstore.cli import main
+from simstore.contrib._knobs import store_options
+from simstore.errors import InvalidInput
+from simstore.policy import batch
+from simstore.policy.policies import (
+    RECIPE_VERSION,
+    MinHashVerification,
+    policy_from_recipe,
+    policy_with,
+)
+from simstore.store import SimStore
+from simstore.text.normalise import compare_normalise
+from tests.conftest import StoreFactory
+
+FROZEN = Path(__file__).resolve().parents[1] / "data" / "frozen" / "0015_minhash_int_keys.sqlite"
+SIMPLIFIED = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。"
+TRADITIONAL = "今天天氣很好，我們一起去公園散步，順便看看湖邊新開的花。"
+PLUS, PLAIN = "GNU Objective-C++ compiler", "GNU Objective-C compiler"
+STORY = (
+    "We met at the old mill by the river and we had tea for an hour or so, then walked back "
+    "along the towpath to the station before the last train of the evening left the town."
+)
+# three ordinary words replaced once each, at scattered places (an edited or reworded copy)
+REWORDED = STORY.replace("mill", "barn").replace("towpath", "road").replace("evening", "night")
+NOTICE = "Our office in Leeds opens at the new address on the corner of the market square."
+OTHER_CITY = NOTICE.replace("Leeds", "York")  # a name in a lowercase sentence: identity
+
+
+def _jaccard(a: str, b: str) -> float:
+    left = {a[i : i + 3] for i in range(len(a) - 2)}
+    right = {b[i : i + 3] for i in range(len(b) - 2)}
+    return len(left & right) / len(left | right)
+
+
+def test_fillers_are_refused_like_white_space(make_store: StoreFactory) -> None:
+    store = make_store()
+    for text in ("\u1160\u1160", "\uffa0\uffa0", "\u3164 \u115f", "   "):
+        with pytest.raises(InvalidInput, match="no words or characters"):
+            store.add(text, key="blank")
+    assert store.add("\u1160a text\u3164", key="text").inserted  # fillers beside text: fine
+    with pytest.raises(InvalidInput, match="no words or characters"):
+        batch.dedup(["\u1160\u1160", "\uffa0\uffa0"])
+
+
+def test_a_symbol_tells_two_short_texts_apart(make_store: StoreFactory) -> None:
+    store = make_store()
+    assert store.add(PLUS, key="plus").inserted
+    plain = store.add(PLAIN, key="plain")
+    assert plain.inserted, plain.duplicate_of
+    [judged] = store.near_misses("plain")
+    assert judged.key == "plus" and not judged.matched
+    # by hand: 20 shared 3-grams of 26, above the 0.55 threshold; the swap is what refuses
+    assert judged.score == pytest.approx(20 / 26)
+    assert judged.reason == "look-alike: 'objective-c++' -> 'objective-c' (symbol)"
+
+
+def test_an_edited_copy_is_a_duplicate_and_a_filled_template_is_not(
+    make_store: StoreFactory,
+) -> None:
+    assert _jaccard(compare_normalise(STORY), compare_normalise(REWORDED)) >= 0.55
+    assert _jaccard(compare_normalise(NOTICE), compare_normalise(OTHER_CITY)) >= 0.55
+    store = make_store()
+    store.add(STORY, key="story")
+    copy = store.add(REWORDED, key="reworded")
+    assert copy.duplicate_of is not None and copy.duplicate_of.key == "story"
+    store.add(NOTICE, key="leeds")
+    york = store.add(OTHER_CITY, key="york")
+    assert york.inserted, york.duplicate_of
+    [judged] = [j for j in store.near_misses("york") if j.key == "leeds"]
+    assert judged.reason == "look-alike: 'leeds' -> 'york' (name)"
+    # recipe 1's rule counted three replaced words (more than max_replaced = 1): a look-alike
+    counted = make_store(namespace="counted", policy=MinHashVerification(identity_rule=False))
+    counted.add(STORY, key="story")
+    assert counted.add(REWORDED, key="reworded").inserted
+
+
+def _manual(version: str, tail: str = "") -> str:
+    lines = [
+        f"Section {n}: the tool reads its settings from the file named in the first argument "
+        "and writes a report of every change it made to standard output."
+        for n in range(1, 9)
+    ]
+    return " ".join(lines) + f" This manual describes release {version} of the tool.{tail}"
+
+
+def test_a_version_bumped_past_the_opening_is_kept_apart(make_store: StoreFactory) -> None:
+    old, new = _manual("2.3"), _manual("2.4")
+    assert len(compare_normalise(old)) > 700  # a long text: decided by its estimate
+    store = make_store()
+    store.add(old, key="old")
+    bumped = store.add(new, key="new")
+    assert bumped.inserted, bumped.duplicate_of
+    [judged] = store.near_misses("new")
+    assert judged.reason == "look-alike: '2.3' -> '2.4' (number)"
+    # a copy with a line added at the end (no number swapped) is still a duplicate
+    longer = store.add(_manual("2.3", " Report bugs to the list."), key="longer")
+    assert longer.duplicate_of is not None and longer.duplicate_of.key == "old"
+
+
+def test_merge_identity_swaps_merges_them(make_store: StoreFactory) -> None:
+    store = make_store(policy=MinHashVerification(merge_identity_swaps=True))
+    store.add(NOTICE, key="leeds")
+    store.add(PLUS, key="plus")
+    store.add(_manual("2.3"), key="old")
+    for text, kept in ((OTHER_CITY, "leeds"), (PLAIN, "plus"), (_manual("2.4"), "old")):
+        decision = store.add(text, key=f"of-{kept}")
+        assert decision.duplicate_of is not None and decision.duplicate_of.key == kept
+
+
+def test_the_option_means_one_thing_from_every_door(tmp_path: Path) -> None:
+    wanted = MinHashVerification(merge_identity_swaps=True)
+    assert policy_with("minhash", {"merge_identity_swaps": "true"}) == wanted
+    # Flask's and Django's settings (one reader for both)
+    settings = {"POLICY_OPTIONS": "merge_identity_swaps=true"}
+    assert store_options(settings.get, "SIMSTORE_{}")["policy"] == wanted
+    # the command line
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    option = ("--policy-option", "merge_identity_swaps=true")
+    records = tmp_path / "in.jsonl"
+    lines = [{"key": "leeds", "text": NOTICE}, {"key": "york", "text": OTHER_CITY}]
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    done = CliRunner().invoke(main, ["--db", url, *option, "ingest", str(records)])
+    assert done.exit_code == 0, done.output
+    with SimStore(url) as store:
+        assert store.policy == wanted  # recorded by the namespace, adopted on open
+        assert store.kept_text("york") is None
+
+
+def test_the_default_recipe_is_version_2_and_folds_traditional_chinese(
+    make_store: StoreFactory,
+) -> None:
+    recipe = json.loads(MinHashVerification().recipe())
+    assert recipe["recipe"] == RECIPE_VERSION == 2
+    assert recipe["params"]["fold_traditional"] is True
+    assert recipe["params"]["keep_symbols"] is True and recipe["params"]["identity_rule"] is True
+    store = make_store()
+    store.add(SIMPLIFIED, key="s")
+    copy = store.add(TRADITIONAL, key="t")
+    assert copy.duplicate_of is not None and copy.duplicate_of.key == "s"
+
+
+def test_a_version_1_recipe_is_read_with_its_own_rule() -> None:
+    # what simstore 0.4.0 recorded (copied from tests/data/frozen/0015_minhash_int_keys.sqlite)
+    recorded = (
+        '{"params":{"cjk_long_threshold":0.65,"containment":0.8,"fold_traditional":false,'
+        '"long_containment":0.95,"long_threshold":0.75,"max_replaced":1,"measure":"jaccard",'
+        '"min_bands":2,"min_contained":0.5,"numbers_matter":true,"prefilter":0.35,'
+        '"short_length":700,"short_min_bands":1,"strip_markup":true,"strip_social":false,'
+        '"threshold":0.55,"typos":true},"policy":"minhash","recipe":1}'
+    )
+    assert policy_from_recipe(recorded) == MinHashVerification(
+        fold_traditional=False,
+        keep_symbols=False,
+        identity_rule=False,
+        opening_length=None,
+    )
+
+
+def test_an_existing_namespace_keeps_deciding_as_it_did(tmp_path: Path) -> None:
+    # a database simstore 0.4.0's schema holds, its namespace recorded with recipe 1 (no folding)
+    path = tmp_path / "frozen.sqlite"
+    shutil.copy(FROZEN, path)
+    url = f"sqlite:///{path}"
+    with SimStore(url, namespace="default", auto_upgrade=True) as old:
+        assert not old.policy.fold_traditional  # type: ignore[attr-defined]
+        old.add(SIMPLIFIED, key="s")
+        assert old.add(TRADITIONAL, key="t").inserted  # not folded, as recorded
+        old.add(PLUS, key="plus")
+        merged = old.add(PLAIN, key="plain")  # symbols dropped, as recorded
+        assert merged.duplicate_of is not None and merged.duplicate_of.key == "plus"
+        old.add(STORY, key="story")
+        assert old.add(REWORDED, key="reworded").inserted  # three replaced words: look-alike
+    # a new namespace of the same database gets recipe 2
+    with SimStore(url, namespace="new") as new:
+        new.add(SIMPLIFIED, key="s")
+        assert new.add(TRADITIONAL, key="t").duplicate_of is not None
+        new.add(PLUS, key="plus")
+        assert new.add(PLAIN, key="plain").inserted
+        new.add(STORY, key="story")
+        assert new.add(REWORDED, key="reworded").duplicate_of is not None
+    with SimStore(url, namespace="default") as reopened:  # the record is not rewritten
+        assert json.loads(reopened.policy.recipe())["params"]["identity_rule"] is False

@@ -1,0 +1,209 @@
+"""The comparison text (``simstore.text.normalise``) and what differs between two texts
+(``simstore.text.lookalike``), without a database.
+
+Expected strings are written by hand from the rules in each module's docstring (NFKC, casefold,
+the listed symbol contexts, the listed kinds of identity). Jaccard similarities are recomputed here
+with the textbook definition over a plain set comprehension of character 3-grams, not with
+``simstore.text.similarity``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simstore.text import minhash
+from simstore.text._algorithms import default_normalise
+from simstore.text.fingerprint import fingerprint
+from simstore.text.lookalike import (
+    Context,
+    context,
+    identity_swaps,
+    names_of,
+    sketch,
+    sketch_swaps,
+)
+from simstore.text.normalise import compare_normalise, is_blank
+from simstore.text.similarity import jaccard
+
+PLUS = "GNU Objective-C++ compiler"
+PLAIN = "GNU Objective-C compiler"
+
+
+def _grams(text: str) -> set[str]:
+    return {text[i : i + 3] for i in range(len(text) - 2)}
+
+
+def _jaccard(a: str, b: str) -> float:
+    left, right = _grams(a), _grams(b)
+    return len(left & right) / len(left | right)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (PLUS, "gnu objective-c++ compiler"),
+        (PLAIN, "gnu objective-c compiler"),
+        ("C# and F# on .NET, ASP.NET", "c# and f# on .net asp.net"),
+        ("use --verbose or -v.", "use --verbose or -v"),
+        ("version 1.2.3, e.g. this.", "version 1.2.3 e.g this"),
+        ("see /usr/bin and lib_foo", "see usr/bin and lib_foo"),  # a leading / is not kept
+        ("a - b, x- (y)", "a b x y"),  # a dash between spaces or after a word is not a symbol
+        ("DVD+R and DVD+ drives", "dvd+r and dvd drives"),  # one + after a word is not C++
+        ("中文，测试．中文 v1.2版", "中文 测试 中文 v1.2版"),  # no symbol kept between CJK
+    ],
+)
+def test_symbols_in_or_after_a_word_are_kept(text: str, expected: str) -> None:
+    assert compare_normalise(text) == expected
+
+
+def test_objective_c_plus_plus_is_not_objective_c_on_either_measure() -> None:
+    old_a, old_b = default_normalise(PLUS), default_normalise(PLAIN)
+    assert old_a == old_b  # the fingerprint preset's normalisation drops the ++ (unchanged)
+    a, b = compare_normalise(PLUS), compare_normalise(PLAIN)
+    # by hand: "gnu objective-c++ compiler" has 24 distinct 3-grams, "gnu objective-c compiler"
+    # 22; they share the 20 of "gnu objective-c" and " compiler" and differ by "c++", "++ ",
+    # "+ c", "-c+" against "-c ", "c c": 20 / 26
+    assert _jaccard(a, b) == pytest.approx(20 / 26)
+    assert jaccard(a, b, normalise=False) == pytest.approx(20 / 26)
+    signed = minhash.signatures([a, b])
+    assert not np.array_equal(signed[0], signed[1])
+    equal = int(np.count_nonzero(signed[0] == signed[1]))
+    assert minhash.jaccard(equal) < 1.0
+
+
+def test_the_fingerprint_preset_is_unchanged() -> None:
+    # the simstore-v1 preset normalises as before: the two texts have one fingerprint
+    assert fingerprint(PLUS) == fingerprint(PLAIN)
+
+
+@pytest.mark.parametrize("text", ["\u1160\u1160", "\uffa0\uffa0", "\u3164", "\u115f \u1160\n"])
+def test_hangul_fillers_are_blank(text: str) -> None:
+    assert is_blank(text)
+    assert compare_normalise(text) == ""
+
+
+@pytest.mark.parametrize("text", ["a\u1160", "\u1160 ?", "  x ", "👍"])
+def test_a_text_with_anything_else_is_not_blank(text: str) -> None:
+    assert not is_blank(text)
+
+
+def test_a_filler_between_words_is_a_space() -> None:
+    assert compare_normalise("open\u3164source") == "open source"
+
+
+EN = (
+    "We met at the old mill by the river and we had tea for an hour or so, then walked back "
+    "along the towpath to the station before the last train of the evening left."
+)
+
+
+def _swaps(old: str, new: str) -> list[str]:
+    found = identity_swaps(compare_normalise(old), compare_normalise(new), context(new))
+    return [swap.why for swap in found]
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [
+        EN.replace("walked", "wakled").replace("station", "statoin"),  # typos
+        EN.replace("mill", "barn").replace("towpath", "road").replace("evening", "night"),
+        EN.replace("then walked", "then slowly walked"),  # an insertion
+        EN.replace(" to the station", ""),  # a deletion
+        EN.replace("tea for an hour", "an hour for tea"),  # words moved
+    ],
+    ids=["typos", "scattered-words", "insertion", "deletion", "moved"],
+)
+def test_edits_are_no_identity_swaps(edited: str) -> None:
+    assert _swaps(EN, edited) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ("Release 1.2.3 fixes the parser.", "Release 1.2.4 fixes the parser.", "number"),
+        (PLUS, PLAIN, "symbol"),
+        ("Learn C# in a week with these notes.", "Learn C in a week with these notes.", "symbol"),
+        ("install aspell-da for the checker", "install hunspell-de for the checker", "symbol"),
+        ("pass --verbose to see more", "pass --quiet to see more", "symbol"),
+        (
+            "we met with Alice at the old mill today",
+            "we met with Bob at the old mill today",
+            "name",
+        ),
+        (
+            "the foo tool reads files; run foo daily and foo prints a summary",
+            "the bar tool reads files; run bar daily and bar prints a summary",
+            "recurring",
+        ),
+        (
+            "i bought hiking boots from them last week",
+            "i bought robot vacuum from them last week",
+            "phrase",
+        ),
+    ],
+)
+def test_identity_swaps_are_named(old: str, new: str, why: str) -> None:
+    assert why in _swaps(old, new)
+
+
+def test_names_need_a_text_in_lowercase() -> None:
+    assert context("we met with Alice at the mill").names == frozenset({"alice"})
+    assert context("We Met With Alice At The Mill").names == frozenset()  # title case
+    assert context("Hello. The mill").names == frozenset()  # capitals that start a sentence
+    assert "libreoffice" in context("get LibreOffice now").names  # capitals inside a word
+
+
+def test_chinese_words_replaced_at_more_than_one_place_are_a_fill() -> None:
+    old = "王国栋的故事平凡朴实，感人至深。他对自己是如此吝啬，对他人又是如此慷慨。"
+    one = old.replace("故事", "经历")  # one word for another: an edit
+    two = one.replace("吝啬", "严格")  # two places: nothing tells a fill from an edit
+    assert _swaps(old, one) == []
+    found = identity_swaps(compare_normalise(old), compare_normalise(two))
+    assert [(swap.old, swap.new, swap.why) for swap in found] == [
+        ("故事", "经历", "words"),
+        ("吝啬", "严格", "words"),
+    ]
+    assert _swaps(old, old.replace("朴", "扑")) == []  # one character for another: a typo
+
+
+def test_a_number_swap_is_found_in_two_sketches() -> None:
+    body = " ".join(f"line {n} of the manual" for n in range(40))
+    old, new = body + " version 2.3", body + " version 2.4"
+    # forty plain numbers and one version: the version is in its own sample, always kept
+    [swap] = sketch_swaps(sketch(compare_normalise(old)), sketch(compare_normalise(new)))
+    assert (swap.old, swap.new, swap.why) == ("2.3", "2.4", "number")
+    small_old, small_new = "see version 2.3 of 2024", "see version 2.4 of 2024"
+    [swap] = sketch_swaps(sketch(small_old), sketch(small_new))
+    assert (swap.old, swap.new, swap.why) == ("2.3", "2.4", "number")
+    # a number only added (a dated header): one side only, no swap
+    assert sketch_swaps(sketch(small_old), sketch("posted 2025-01-02 " + small_old)) == []
+
+
+def test_a_sketch_compares_only_the_hash_range_both_cover() -> None:
+    many = " ".join(str(n) for n in range(100, 200))
+    full = sketch(many)
+    assert full[0] == "/" and len(full) == 10  # no version, eight plain numbers, no name
+    # a text with one more number: its sketch differs at most by numbers past the other's range
+    assert sketch_swaps(full, sketch(many + " 7")) == []
+
+
+def test_a_sketch_keeps_names_and_dates_apart() -> None:
+    made = sketch("released 2024/01/02 and 2.3", names=["alice", "bob"])
+    assert made == ("2.3", "2024/01/02", "/", "/", "alice", "bob") or made == (
+        "2024/01/02",
+        "2.3",
+        "/",
+        "/",
+        "alice",
+        "bob",
+    )
+    assert names_of(made) == frozenset({"alice", "bob"})
+    assert names_of(sketch("1 2 3")) == frozenset()
+    old, new = sketch("on 2024/01/02"), sketch("on 2024/01/09")
+    [swap] = sketch_swaps(old, new)
+    assert (swap.old, swap.new) == ("2024/01/02", "2024/01/09")
+
+
+def test_context_is_empty_for_no_capitals() -> None:
+    assert context("all in lower case") == Context(frozenset())
