@@ -243,6 +243,7 @@ def pair_tables(pairs: Sequence[Pair], predicted: Sequence[bool]) -> dict[str, A
     old: dict[str, Counts] = defaultdict(Counts)
     base: dict[str, Counts] = defaultdict(Counts)
     by_kind: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
+    by_group_kind: dict[tuple[str, int, str], list[int]] = defaultdict(lambda: [0, 0])
     relabelled = 0
     for pair, yes in zip(pairs, predicted, strict=True):
         label = label_of(pair)
@@ -256,6 +257,9 @@ def pair_tables(pairs: Sequence[Pair], predicted: Sequence[bool]) -> dict[str, A
             if not use:
                 continue
             table[pair.group].tally(label, yes)
+        place = by_group_kind[(kind_of(pair), label, pair.group)]
+        place[0] += 1
+        place[1] += int(yes)
         cell = by_kind[(kind_of(pair), label)]
         cell[0] += 1
         cell[1] += int(yes)
@@ -264,6 +268,7 @@ def pair_tables(pairs: Sequence[Pair], predicted: Sequence[bool]) -> dict[str, A
         "old": old,
         "base": base,
         "kinds": by_kind,
+        "group_kinds": by_group_kind,
         "relabelled": relabelled,
     }
 
@@ -303,6 +308,15 @@ def print_pairs(tables: dict[str, Any], split: str, redone: int, total: int) -> 
         mark = "*" if kind in HARD_KINDS else "+" if kind in NEW_KINDS else " "
         print(f"  {mark}{kind:<22} {'dup' if label else 'not':<4} {n:>5}  {yes / n:.3f}")
     print("  (* = hard cases of hard.py, + = differences.py)")
+    print("\nper kind and group: share called duplicate (pairs)")
+    print(f"  {'kind':<23} {'':<4}" + "".join(f" {g:>14}" for g in GROUPS))
+    for (kind, label), _cell in rows:
+        cells = ""
+        for group in GROUPS:
+            n, yes = tables["group_kinds"].get((kind, label, group), (0, 0))
+            cells += f" {yes / n:>7.3f} ({n:>4})" if n else f" {'':>14}"
+        mark = "*" if kind in HARD_KINDS else "+" if kind in NEW_KINDS else " "
+        print(f"  {mark}{kind:<22} {'dup' if label else 'not':<4}{cells}")
 
 
 # --- diagnosis ----------------------------------------------------------------------------------
@@ -399,18 +413,10 @@ def stream_items(pairs: Sequence[Pair]) -> tuple[list[dict[str, Any]], dict[str,
     families: dict[str, set[str]] = defaultdict(set)
     groups: dict[str, str] = {}
     bursts: dict[str, str] = {}
-    by_normal: dict[str, str] = {}
-    joined = 0
     for pair in pairs:
         for text in (pair.a, pair.b):
             if pair.burst:
                 bursts.setdefault(text, pair.burst)
-            # texts identical after normalisation are duplicates whatever their source
-            normal = differences.normalised(text)
-            if normal in by_normal and by_normal[normal] != text:
-                joined += clusters.find(text) != clusters.find(by_normal[normal])
-                clusters.join(text, by_normal[normal])
-            by_normal.setdefault(normal, text)
         for text in (pair.a, pair.b):
             clusters.find(text)
             families[text].add(build_dataset.split_key(pair.family))
@@ -419,6 +425,15 @@ def stream_items(pairs: Sequence[Pair]) -> tuple[list[dict[str, Any]], dict[str,
             families[pair.b].add(build_dataset.split_key(pair.b_from))
         if pair.label:
             clusters.join(pair.a, pair.b)
+    # texts identical after normalisation are duplicates whatever their source: joined after the
+    # labels, so that clusters the labels make alone keep their roots (and the stream its draws)
+    by_normal: dict[str, str] = {}
+    joined = 0
+    for text in list(clusters.parent):
+        first = by_normal.setdefault(differences.normalised(text), text)
+        if clusters.find(text) != clusters.find(first):
+            clusters.join(text, first)
+            joined += 1
     negatives = {frozenset((p.a, p.b)) for p in pairs if not label_of(p)}
     kinds: dict[str, set[str]] = defaultdict(set)
     for pair in pairs:
