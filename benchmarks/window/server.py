@@ -142,7 +142,7 @@ def purge_day1(url: str) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = cli.parser("window --url URL", __doc__)
+    parser = cli.parser("window", __doc__)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--url", required=True, help="a PostgreSQL or MySQL/MariaDB server URL")
     parser.add_argument("--queries", type=int, default=1000)
