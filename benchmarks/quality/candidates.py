@@ -64,7 +64,7 @@ import numpy.typing as npt
 import simstore
 from benchmarks.quality import build_dataset, evaluate
 from benchmarks.quality.evaluate import GROUPS, Data
-from simstore.policy.probes import flip_masks, plan
+from simstore.policy.probes import band_radii, flip_masks
 from simstore.text import similarity
 from simstore.text._algorithms import default_normalise_many
 
@@ -322,7 +322,7 @@ def background_pairs(feats: Features, background: Background) -> dict[str, Group
             np.bitwise_count((xor >> np.uint64(16 * b)) & np.uint64(0xFFFF)) for b in range(4)
         ]
         hits = {
-            radius: sum(int(np.count_nonzero(band_dist[b] <= r)) for b, r in plan(radius))
+            radius: sum(int(np.count_nonzero(band_dist[b] <= r)) for b, r in band_radii(radius))
             for radius in SIMHASH_RADII
         }
         near = {}
@@ -695,7 +695,7 @@ def spend(spec: Spec, group: str, stats: Stats, costs: Costs) -> Spend:
 
 def mih_seeks(radius: int) -> int:
     """Band values looked up for a radius (4 at k <= 3, 68 at 7, 548 at 11, 2788 at 15)."""
-    return sum(len(flip_masks(r)) for _band, r in plan(radius))
+    return sum(len(flip_masks(r)) for _band, r in band_radii(radius))
 
 
 def all_specs() -> dict[str, list[Spec]]:

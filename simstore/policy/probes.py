@@ -16,7 +16,7 @@ from itertools import combinations
 from simstore.text.encoding import BAND_BITS, BAND_COUNT, bands
 
 
-def plan(radius: int) -> list[tuple[int, int]]:
+def band_radii(radius: int) -> list[tuple[int, int]]:
     """(band index, band radius) pairs to probe for a query of Hamming radius ``radius``."""
     p, q = divmod(radius, BAND_COUNT)
     probes = [(band, p) for band in range(q + 1)]
@@ -44,7 +44,7 @@ def band_values(
     if radius < BAND_COUNT:  # the pigeonhole case, the common one: equality on bands 0..r
         return {band: {own[band]} for band in range(radius + 1)}
     wanted: dict[int, set[int]] = {}
-    for band, band_radius in plan(radius):
+    for band, band_radius in band_radii(radius):
         wanted[band] = {own[band] ^ mask for mask in flip_masks(band_radius)}
     return wanted
 
@@ -60,7 +60,7 @@ PAIRS = ((0, 1), (2, 3))
 PAIR_MAX_RADIUS = 3
 
 
-def pair_plan(radius: int) -> list[tuple[int, int]]:
+def pair_radii(radius: int) -> list[tuple[int, int]]:
     """(pair index, pair radius) pairs to probe for a query of radius ``radius`` (<= 3)."""
     if not 0 <= radius <= PAIR_MAX_RADIUS:
         raise ValueError(f"the pair plan covers radii 0..{PAIR_MAX_RADIUS}")
@@ -74,17 +74,17 @@ def pair_plan(radius: int) -> list[tuple[int, int]]:
 @cache
 def pair_seeks(radius: int) -> int:
     """Index seeks of the pair plan: 1 per half at radius 0, 1 + 2 * 16 at radius 1."""
-    return sum(1 + 2 * BAND_BITS * pair_radius for _pair, pair_radius in pair_plan(radius))
+    return sum(1 + 2 * BAND_BITS * pair_radius for _pair, pair_radius in pair_radii(radius))
 
 
 @cache
 def band_seeks(radius: int) -> int:
     """Index seeks of the band plan."""
-    return sum(len(flip_masks(band_radius)) for _band, band_radius in plan(radius))
+    return sum(len(flip_masks(band_radius)) for _band, band_radius in band_radii(radius))
 
 
 # Relative costs of one index seek and one candidate row (fetched into Python and checked), fitted
-# to benchmarks/bench_planner.py on SQLite (about 2.5 and 3 us on this project's machine): the
+# to benchmarks/costs.py on SQLite (about 2.5 and 3 us on this project's machine): the
 # pair plan wins from about 1M rows at k = 3 (measured: 1.11x the band plan's p50 at 1M, 0.80x at
 # 3M). PostgreSQL and MariaDB pay a round trip per statement either way.
 SEEK_COST = 1.0

@@ -24,7 +24,7 @@ from simstore.errors import InvalidInput
 from simstore.policy._match import EXACT_BAND_RADIUS, near_pairs
 from simstore.policy.decide import BandIndex, Rule
 from simstore.policy.policies import Item, Kept, Policy
-from simstore.policy.probes import PAIR_MAX_RADIUS, band_values, pair_plan, prefers_pairs
+from simstore.policy.probes import PAIR_MAX_RADIUS, band_values, pair_radii, prefers_pairs
 from simstore.results import Judged, Match, sort_matches
 from simstore.storage import _prepared as prepared
 from simstore.storage import reads
@@ -375,7 +375,7 @@ class Finder:
         self, conn: Connection, item: Item, params: Mapping[str, Any]
     ) -> list[tuple[int, int]]:
         """(id, signed fingerprint) of the rows the pair plan finds for one item."""
-        shape = tuple(pair_plan(item.radius))
+        shape = tuple(pair_radii(item.radius))
         statement = prepared.pair_lookup(conn.dialect, shape, "cutoff" in params)
         return statement.run(conn, {**params, **prepared.pair_params(shape, item.own_bands)})
 

@@ -23,13 +23,12 @@ from simstore.errors import BatchFailed, InvalidInput, KeyConflict, NamespaceDro
 from simstore.policy._planning import RawItem
 from simstore.policy.decide import Rule, decide_in_order
 from simstore.policy.policies import Item
-from simstore.policy.probes import band_values
 from simstore.results import Decision, Match
 from simstore.storage import _prepared as prepared
 from simstore.storage._connections import CommitOutcomeUnknown, decisions_landed
 from simstore.storage._finder import Finder
 from simstore.storage._group import GroupCommit
-from simstore.storage.locking import BAND_LOCK_MAX_RADIUS, lock_for_write, require_namespace
+from simstore.storage.locking import lock_for_add, lock_for_write, require_namespace
 from simstore.storage.maintenance import refresh_statistics
 from simstore.storage.retention import partition_of, utc_naive, window_start
 from simstore.storage.schema import (
@@ -94,18 +93,9 @@ class Writer:
 
     def _add_one(self, item: Item, moment: datetime) -> Decision:
         """One add in its own transaction, under the locks of its probes and keys."""
-        probe = None
-        if self.scope.dialect == "postgresql" and item.radius <= BAND_LOCK_MAX_RADIUS:
-            probe = [
-                (band, value)
-                for band, values in band_values(item.fingerprint, item.radius).items()
-                for value in values
-            ]
 
         def decide(conn: Connection) -> Decision:
-            unsigned = lock_for_write(
-                conn, self.ns_id, probe, item.key, item.band_keys, namespace=self.scope.namespace
-            )
+            unsigned = lock_for_add(conn, self.ns_id, item, namespace=self.scope.namespace)
             return self.decide(conn, [item], [moment], self.rule, unsigned)[0]
 
         for _attempt in range(ADD_ATTEMPTS):

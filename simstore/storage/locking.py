@@ -49,6 +49,8 @@ from collections.abc import Iterable
 from sqlalchemy.engine import Connection
 
 from simstore.errors import NamespaceDropped
+from simstore.policy.policies import Item
+from simstore.policy.probes import band_values
 from simstore.storage import _prepared as prepared
 
 BAND_LOCK_MAX_RADIUS = 7  # at most 4 x 17 = 68 advisory keys per add
@@ -95,6 +97,21 @@ def require_namespace(connection: Connection, ns_id: int, namespace: str | None 
     if not found:
         raise dropped(ns_id, namespace)
     return bool(found[0][0])
+
+
+def lock_for_add(
+    connection: Connection, ns_id: int, item: Item, *, namespace: str | None = None
+) -> bool | None:
+    """``lock_for_write`` for one add: on PostgreSQL the locks of its probes (its radius, up to
+    ``BAND_LOCK_MAX_RADIUS``; wider takes the namespace's exclusive lock), key and band keys."""
+    probe = None
+    if connection.dialect.name == "postgresql" and item.radius <= BAND_LOCK_MAX_RADIUS:
+        probe = [
+            (band, value)
+            for band, values in band_values(item.fingerprint, item.radius).items()
+            for value in values
+        ]
+    return lock_for_write(connection, ns_id, probe, item.key, item.band_keys, namespace=namespace)
 
 
 def lock_for_write(

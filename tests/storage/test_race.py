@@ -125,7 +125,7 @@ def test_an_add_waits_for_an_uncommitted_near_duplicate_that_shares_only_band_ke
 
     namespace = f"race-{uuid.uuid4().hex[:8]}"
     store = SimStore(server_url, namespace=namespace)
-    a, b = store._items([("a", FERRY, None), ("b", FERRY_CUT, None)], None)
+    a, b = store._planner.items([("a", FERRY, None), ("b", FERRY_CUT, None)], None)
     assert all(x != y for x, y in zip(bands(a.fingerprint), bands(b.fingerprint), strict=True))
     assert set(a.band_keys) & set(b.band_keys)
     kind = _kind(server_url)

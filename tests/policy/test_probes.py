@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from simstore.policy.policies import SimHashOnly
-from simstore.policy.probes import band_seeks, pair_plan, pair_seeks, prefers_pairs
+from simstore.policy.probes import band_seeks, pair_radii, pair_seeks, prefers_pairs
 from simstore.storage.schema import fingerprints
 from simstore.store import SimStore
 from simstore.text.encoding import bands, to_signed
@@ -33,14 +33,14 @@ def _clustered(rng: random.Random, centers: int, per_center: int) -> list[int]:
     return values
 
 
-def test_pair_plan_is_exact_for_every_split_of_the_flipped_bits() -> None:
+def test_pair_radii_is_exact_for_every_split_of_the_flipped_bits() -> None:
     # r flipped bits split between the halves in every possible way: some probed half is within
     # its probe radius (multi-index hashing over two 32-bit substrings)
     for radius in range(4):
         for in_first_half in range(radius + 1):
             first, second = in_first_half, radius - in_first_half
             assert any(
-                (first, second)[pair] <= pair_radius for pair, pair_radius in pair_plan(radius)
+                (first, second)[pair] <= pair_radius for pair, pair_radius in pair_radii(radius)
             ), (radius, first, second)
 
 
