@@ -633,7 +633,7 @@ def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         "loaded now" if loaded_now else f"cached file, loaded {load['built_at']} at {load['git']}"
     )
     how = (
-        "rows written directly, indexes rebuilt"
+        "rows loaded through SimStore.load, every one kept"
         if load.get("fill") == "direct"
         else f"add_many(batch_size={load['batch_size']:,})"
     )
@@ -892,8 +892,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--fill",
         choices=("add_many", "direct"),
         default="add_many",
-        help="how the simstore file is loaded: through add_many (default, timed as its build) or "
-        "written straight into its tables with the indexes rebuilt (fast, for big N)",
+        help="how the simstore file is filled: through add_many (default, timed as its build) or "
+        "direct: SimStore.load of every row as kept (no decision each; faster, for big N)",
     )
     parser.add_argument(
         "--raw-pragmas",

@@ -42,7 +42,7 @@ exact * (Jaccard) + the query's MinHash signature, all but the first two measure
 (CPU time, least squares over the signature sizes). SEEK_US and ROW_US are the issue's figures; an
 SQLite table of 1M rows is timed too (``--no-sqlite`` skips it) to check them. "x k3" divides by
 the plain k = 3 query's microseconds under the same model (fingerprint given, as in
-``bench_store.py``); "+fp" adds the query's SimHash fingerprint (one text per call, measured) to
+``benchmarks/store.py``); "+fp" adds the query's SimHash fingerprint (one text per call, measured) to
 both sides, i.e. a query of a text.
 """
 

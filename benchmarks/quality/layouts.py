@@ -16,7 +16,7 @@ confirm (work, not errors), and
 kept texts (``B x 256^-R x 10^6``: one-byte values agree by chance with p = 1/256).
 
 The other side is work: ``--corpus N`` also signs the window benchmark's first N composed texts
-(``bench_window_default.compose``: texts built from the dataset's clauses, which share clauses as
+(``benchmarks.common.corpus.compose``: texts built from the dataset's clauses, which share clauses as
 a feed shares phrases) and prints, per layout, the pairs of them that share a band key and the
 band-key rows a text's lookup reads (p50, p99, and the most texts holding one key): what a query
 reads and confirms grows with these, and the slowest queries with their p99.
