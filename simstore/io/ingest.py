@@ -8,9 +8,8 @@ the next batch. It yields one outcome per record, in input order: the record's `
 
 A record is a ``(key, text)`` pair or an object with ``key`` and ``text`` attributes (and, for
 messages, ``source`` and ``line``, as ``simstore.io.records.Record`` has). A ``Rejected`` in the
-input
-(a reader's record that could not be parsed, see ``simstore.io.records``) is passed through in its
-place. With ``strict`` the run stops at the first rejected record; the records before it are
+input (a reader's record that could not be parsed, see ``simstore.io.records``) is passed through in
+its place. With ``strict`` the run stops at the first rejected record; the records before it are
 committed. A database that fails (``DatabaseUnavailable``, ``SchemaOutOfDate``) is raised, never
 counted as a bad record. An error raised while reading ``records`` stops the run too: the records
 read before it are added and their outcomes yielded first, then the error is raised.

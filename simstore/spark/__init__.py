@@ -6,9 +6,9 @@ a near-duplicate of its best confirmed *earlier kept* text (smallest SimHash dis
 smallest key), else kept. Not "one per connected component": in a chain A ~ B ~ C where A and C
 are not near, C is kept when B was a duplicate of A.
 
-Only the DB-free batch API and the policies decide (``simstore.policy.batch``,
-``simstore.policy.policies``); Spark
-moves the data. The stages (``STAGES``):
+Only the DB-free batch API and the policy layer decide (``simstore.policy.batch``,
+``simstore.policy.decide``, ``simstore.policy.policies``); Spark moves the data. The stages
+(``STAGES``):
 
 1. ``sign``: ``batch.sign`` over each partition (``mapInArrow``: Arrow keeps nulls null and bytes
    bytes, none of pandas' NaN or string-array surprises).
@@ -20,11 +20,12 @@ moves the data. The stages (``STAGES``):
    later members are only ever *new* sides. They are replayed with the representative's edges in
    both directions (``last`` marks the representatives that need the reverse ones). A class
    whose item does not confirm itself is not collapsed.
-3. ``candidates``: explode band keys and self-join (shared-key counts; big buckets split in
-   blocks, see Guard rails); plus SimHash band probes
-   (``simstore.policy.probes.band_values``, the store's own probe sets) when some item is unsigned
-   (``SimHashOnly``, ``SimHashVerification``, unsigned rows of a store).
-4. ``confirm``: ``Policy.is_candidate`` then ``Policy.confirm_many`` (vectorised) per partition.
+3. ``candidates``: explode band keys and self-join (shared-key counts; big buckets split in blocks,
+   see Guard rails); plus SimHash band probes (``simstore.policy.probes.band_values``, the store's
+   own probe sets) when some item is unsigned (``SimHashOnly``, ``SimHashVerification``, unsigned
+   rows of a store).
+4. ``confirm``: ``decide.confirm_candidates`` (``Policy.is_candidate``, then
+   ``Policy.confirm_many``, vectorised) per partition.
 5. ``components``: connected components of the confirmed edges: union-find on the driver when the
    edges fit (``driver_edges``), else GraphFrames when importable, else min-label propagation with
    pointer jumping.

@@ -100,8 +100,7 @@ class Finder:
         self._rows_read_at = float("-inf")
 
     def uses_pairs(self, conn: Connection, radius: int) -> bool:
-        """Whether a lookup at ``radius`` goes through the pair plan
-        (``simstore.policy.probes``)."""
+        """Whether a lookup at ``radius`` goes through the pair plan (``policy.probes``)."""
         if radius > PAIR_MAX_RADIUS or self.lookup == "bands":
             return False
         return self.lookup == "pairs" or prefers_pairs(radius, self._table_rows(conn))

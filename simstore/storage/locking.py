@@ -8,16 +8,15 @@ Why the check-then-insert of ``SimStore.add`` cannot keep two near-duplicates:
 * PostgreSQL: each add takes transaction-scoped advisory locks on the (namespace, band, value) keys
   of its probe set, in sorted order (no deadlocks), after a shared lock on the namespace. If A and B
   are within A's radius r, then by the multi-index-hashing argument (``simstore.policy.probes``)
-  some band
-  value of B lies in A's probe set, and B's own exact band values are in B's probe set, so both
-  lock that key and one waits for the other to commit; the waiter's check runs after the lock, at
-  READ COMMITTED, and therefore sees the other's row. Radii above ``BAND_LOCK_MAX_RADIUS`` (and
+  some band value of B lies in A's probe set, and B's own exact band values are in B's probe set, so
+  both lock that key and one waits for the other to commit; the waiter's check runs after the lock,
+  at READ COMMITTED, and therefore sees the other's row. Radii above ``BAND_LOCK_MAX_RADIUS`` (and
   batches) would need too many keys, so they take the namespace lock exclusively, which excludes
-  every other add of the namespace. Each add also locks a hash of its own key: two adds of one
-  key serialise, so the second finds the first's decision even when the unique constraint cannot
-  see across time partitions (``simstore.storage.partitions``). Under MinHash verification two texts
-  that can match either lie within the SimHash radius (the argument above) or share at least
-  one MinHash band key (the policy's ``min_bands``), so each add also locks its 16 band keys.
+  every other add of the namespace. Each add also locks a hash of its own key: two adds of one key
+  serialise, so the second finds the first's decision even when the unique constraint cannot see
+  across time partitions (``simstore.storage.partitions``). Under MinHash verification two texts
+  that can match either lie within the SimHash radius (the argument above) or share at least one
+  MinHash band key (the policy's ``min_bands``), so each add also locks its 16 band keys.
 * MySQL/MariaDB: every add locks the namespace row ``FOR UPDATE``, serialising the namespace's adds
   (a lock table in the sense of the design); the check runs at READ COMMITTED after the lock.
 
