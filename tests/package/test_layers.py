@@ -41,24 +41,6 @@ LAYERS = (
 
 STORAGE = "simstore.storage"
 
-# Known offenders, left while the hand-over load and ingest move onto storage's write path and
-# stop taking the facade: each entry is one file the lead is still moving. Empty these sets as
-# the files are fixed (a test below fails while an entry is no longer needed).
-SQL_NOT_YET_IN_STORAGE: frozenset[str] = frozenset(
-    {
-        "simstore/io/handover.py",  # the hand-over load's own INSERTs and key lookups
-    }
-)
-"""Files outside ``simstore/storage/`` that still write SQL."""
-TYPE_HINT_EDGES_NOT_YET_CUT: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("simstore.io.handover", "simstore.store"),  # load(store: SimStore, ...)
-        ("simstore.io.ingest", "simstore.store"),  # ingest(store: SimStore, ...)
-        ("simstore.storage.namespaces", "simstore.store"),  # drop(store: SimStore)
-    }
-)
-"""Type-hint imports that close a circle with the facade (store.py imports each at run time)."""
-
 SQL_BUILDERS = frozenset(
     {
         "select", "insert", "update", "delete", "text", "func", "union", "union_all",
@@ -290,23 +272,11 @@ def test_every_module_imports_only_its_own_layer_or_below() -> None:
 
 
 def test_the_import_graph_has_no_cycle_even_counting_type_hints() -> None:
-    edges = graph(type_hints=True)
-    for module, target in TYPE_HINT_EDGES_NOT_YET_CUT:
-        edges[module].discard(target)
-    assert cycles(edges) == []
+    assert cycles(graph(type_hints=True)) == []
 
 
 def test_no_sql_is_written_outside_storage() -> None:
-    found = sql_outside_storage()
-    offenders = {path: sites for path, sites in found.items() if path not in SQL_NOT_YET_IN_STORAGE}
-    assert offenders == {}
-
-
-def test_the_known_offenders_are_still_offending() -> None:
-    # an entry that no longer offends is taken off its list, so that the lists only shrink
-    assert sorted(SQL_NOT_YET_IN_STORAGE - set(sql_outside_storage())) == []
-    edges = graph(type_hints=True)
-    assert sorted(e for e in TYPE_HINT_EDGES_NOT_YET_CUT if e[1] not in edges.get(e[0], ())) == []
+    assert sql_outside_storage() == {}
 
 
 @pytest.mark.parametrize("layer", [prefix for _, prefixes in LAYERS[1:-1] for prefix in prefixes])
