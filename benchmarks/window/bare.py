@@ -46,7 +46,8 @@ def latencies(store: SimStore, queries: list[int], now: datetime) -> tuple[float
 
 
 def _purge(path: Path) -> None:
-    with SimStore(f"sqlite:///{path}", keep="2d", policy=SimHashOnly()) as store:
+    # without a policy: the store adopts the file's own (bare or default: purge is the same)
+    with SimStore(f"sqlite:///{path}", keep="2d") as store:
         store.purge(now=DAY3_ENDS)
 
 
