@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from simstore.policy.options import MEANINGS
 from simstore.policy.policies import POLICIES, policy_options
 from tests.cli.test_commands import Cli, write
 from tests.conftest import new_server_database
@@ -57,6 +56,8 @@ def test_the_policies_command_lists_every_option_with_its_default_and_meaning(cl
 
 
 def test_every_policy_option_has_a_meaning() -> None:
+    from simstore.policy.options import MEANINGS
+
     for name in POLICIES:
         assert set(MEANINGS[name]) == set(policy_options(name)), name
 
