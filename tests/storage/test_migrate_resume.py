@@ -209,6 +209,44 @@ def _new_id(conn: sa.Connection, insert: sa.Insert) -> int:
     return int(made[0])
 
 
+def _resume_points(listed: list[dict[str, Any]]) -> dict[str, int]:
+    """One kill point before each stage a resumed 0007 must recognise, by what was sent."""
+    writes = [
+        row
+        for row in listed
+        if row["step"] == "0007_minhash_compact" and row["sql"].split()[0].upper() in WRITES
+    ]
+    sql = [row["sql"].upper() for row in writes]
+    added = next(i for i, text in enumerate(sql) if "ADD COLUMN BAND_KEYS" in text)
+    dropped = next(i for i, text in enumerate(sql) if text.startswith("DROP TABLE"))
+    return {
+        "the column added, the staged table made": writes[added + 2]["n"],
+        "swapped, the old table not yet dropped": writes[dropped]["n"],
+    }
+
+
+def test_an_upgrade_killed_at_each_stage_of_0007_on_mariadb_resumes_with_every_row(
+    tmp_path: Path,
+) -> None:
+    """The fast tier's share of the test below: a kill before each stage 0007 checks for when it
+    runs again (the column there and the staged table there; the tables swapped and the old
+    table left), on the frozen 0006 database as it is, upgraded again in this process."""
+    template, manifest = _frozen_on("mysql", FROM_DATA, tmp_path)
+    reference = _clone(template)
+    listed = _statements(reference)
+    expected = _contents(reference)
+    points = _resume_points(listed)
+    assert sorted(points.values()) == list(points.values())  # the stages in their order
+    for stage, point in points.items():
+        url = _clone(template)
+        _kill_at(url, point)
+        assert migrate.current(url) == "0006_minhash_no_purge_index", stage  # killed inside 0007
+        migrate.upgrade(url)
+        assert migrate.current(url) == migrate.head(), stage
+        assert _contents(url) == expected, f"killed before statement {point}: {stage}"
+    assert signed_rows_as_made_now(reference, manifest) > 0
+
+
 @pytest.mark.slow  # about 20 upgrades killed and run again, each in two processes
 def test_an_upgrade_killed_inside_each_data_step_on_mariadb_resumes_with_every_row(
     tmp_path: Path,

@@ -16,7 +16,8 @@ from sqlalchemy.engine import make_url
 from simstore.storage.db import redact, scrub
 from tests.conftest import new_server_database
 
-pytestmark = pytest.mark.slow  # CLI subprocess runs on every database
+HIDDEN = "Hq4xWv9Lm2"
+QUERY_SECRETS = ["password", "passwd", "pwd", "secret", "token", "PASSWORD", "api_token", "sslpass"]
 
 FIRST, SECOND = "Pw9xKq", "Zq7vRt"  # the two halves of a password with an unescaped '@'
 PASSWORD = f"{FIRST}@{SECOND}"
@@ -51,6 +52,7 @@ def assert_hidden(result: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in shown
 
 
+@pytest.mark.slow  # CLI subprocesses
 @pytest.mark.parametrize("url", UNREACHABLE.values(), ids=UNREACHABLE.keys())
 @pytest.mark.parametrize("command", [("stats",), ("db", "upgrade"), ("query", "some text")])
 def test_errors_never_show_the_password(url: str, command: tuple[str, ...]) -> None:
@@ -71,6 +73,7 @@ def test_the_url_of_a_callers_engine_is_redacted_too() -> None:
     assert redact(parsed) == "postgresql+psycopg://bob:***@127.0.0.1:1/x"
 
 
+@pytest.mark.slow  # CLI subprocesses
 def test_a_query_password_is_hidden_in_the_json_output_of_a_working_server() -> None:
     """PostgreSQL: a trusted user logs in whatever the password; the answer still names the db."""
     url = make_url(new_server_database("postgresql"))
@@ -85,8 +88,33 @@ def test_a_query_password_is_hidden_in_the_json_output_of_a_working_server() -> 
     assert json.loads(ingested.stdout)["db"].endswith("?password=***")
 
 
+@pytest.mark.slow  # a CLI subprocess
 def test_a_wrong_mysql_password_in_the_query_is_not_shown(tmp_path: Path) -> None:
     url = make_url(new_server_database("mysql")).update_query_dict({"passwd": FIRST + SECOND})
     result = run(url.render_as_string(hide_password=False), "stats")
     assert result.returncode == 3, result.stderr  # access denied
     assert_hidden(result)
+
+
+@pytest.mark.parametrize("name", QUERY_SECRETS)
+def test_every_password_like_query_parameter_is_hidden(name: str) -> None:
+    # libpq's password and sslpassword, MySQL drivers' passwd, ODBC's PWD, tokens and secrets
+    url = f"postgresql+psycopg://bob@db.example:5432/x?{name}={HIDDEN}&sslmode=require"
+    shown = redact(url)
+    assert HIDDEN not in shown
+    assert f"{name}=***" in shown and "sslmode=require" in shown  # the rest is still shown
+    message = f"could not connect with {name}={HIDDEN} to db.example"
+    assert HIDDEN not in scrub(message, url)
+
+
+@pytest.mark.parametrize("name", ["sslmode", "user_name", "application_name", "charset"])
+def test_other_query_parameters_are_shown(name: str) -> None:
+    url = f"postgresql+psycopg://bob:{HIDDEN}@db.example:5432/x?{name}=visible"
+    assert redact(url) == f"postgresql+psycopg://bob:***@db.example:5432/x?{name}=visible"
+
+
+def test_the_user_password_and_a_query_token_are_hidden_together() -> None:
+    url = f"mysql+pymysql://bob:{FIRST}{SECOND}@db.example/x?token={HIDDEN}"
+    shown = redact(url)
+    assert FIRST not in shown and SECOND not in shown and HIDDEN not in shown
+    assert shown == "mysql+pymysql://bob:***@db.example/x?token=***"

@@ -1,0 +1,106 @@
+"""The write-ahead log of a SQLite file is checkpointed off the commits, and stays bounded.
+
+SQLite checkpoints inside the commit that takes its log past 1,000 pages; simstore's thread
+(``simstore.storage._checkpoint``) does it instead once the log passes ``LOG_BYTES``, and the
+stores' connections only past ``SAFETY_PAGES``. The tests lower both thresholds, so that a few
+seconds of writes cross them: what is tested is that each is acted on, not its value.
+
+Pages reach the database file only by a checkpoint while a store is open (closing the last
+connection checkpoints too), so the file growing is the thread's work. No fixed sleeps: each wait
+is for a condition, under a deadline far above what a loaded machine needs.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from simstore.storage._checkpoint import Checkpointer
+from simstore.store import SimStore
+from tests._workers import random_text
+
+DEADLINE = 60.0  # seconds
+
+
+def _page_size(store: SimStore) -> int:
+    raw = store.engine.raw_connection()
+    try:
+        return int(raw.cursor().execute("PRAGMA page_size").fetchone()[0])
+    finally:
+        raw.close()
+
+
+def _autocheckpoint(store: SimStore) -> int:
+    raw = store.engine.raw_connection()
+    try:
+        return int(raw.cursor().execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+    finally:
+        raw.close()
+
+
+def _burst(store: SimStore, first: int, count: int) -> None:
+    rng = random.Random(first)  # distinct texts: every add keeps a row and its band keys
+    items = ((f"k{n}", random_text(rng, 60)) for n in range(first, first + count))
+    for _decision in store.add_many(items, batch_size=100):
+        pass
+
+
+def test_the_thread_copies_the_log_into_the_file_once_it_passes_its_threshold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Checkpointer, "LOG_BYTES", 256 << 10)
+    path = tmp_path / "wal.db"
+    store = SimStore(f"sqlite:///{path}")
+    try:
+        assert _autocheckpoint(store) == Checkpointer.SAFETY_PAGES  # the commits leave it be
+        assert any(t.name == "simstore-checkpoint" for t in threading.enumerate())
+        size = path.stat().st_size
+        _burst(store, 0, 300)  # ~1 MiB of log: past the thread's threshold
+        assert Path(f"{path}-wal").stat().st_size > Checkpointer.LOG_BYTES
+        started = time.monotonic()
+        while path.stat().st_size == size:
+            elapsed = time.monotonic() - started
+            assert elapsed < DEADLINE, "the checkpoint thread never copied the log into the file"
+            time.sleep(0.02)
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.soak
+@pytest.mark.xfail(
+    strict=True,  # passes, and so fails here, once the log is bounded: then drop this mark
+    reason="under sustained add_many the log grows past SAFETY_PAGES without bound: at the "
+    "default thresholds 60,000 adds of distinct texts left a 191 MiB log beside a 43 MiB file",
+)
+def test_under_sustained_writes_the_commits_keep_the_log_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the commits checkpoint past SAFETY_PAGES; the log file keeps its largest size, which may
+    # pass SAFETY_PAGES by what is written while a checkpoint cannot finish (the thread's own
+    # holds the checkpoint lock): three times SAFETY_PAGES holds that, and the writes below
+    # would take an unchecked log to five times it
+    monkeypatch.setattr(Checkpointer, "LOG_BYTES", 256 << 10)
+    monkeypatch.setattr(Checkpointer, "SAFETY_PAGES", 1_000)
+    path = tmp_path / "wal.db"
+    store = SimStore(f"sqlite:///{path}")
+    try:
+        assert _autocheckpoint(store) == 1_000
+        bound = 3 * Checkpointer.SAFETY_PAGES * _page_size(store)
+        size = path.stat().st_size
+        _burst(store, 0, 1_000)
+        started = time.monotonic()
+        while path.stat().st_size == size:  # until the thread copies pages into the file
+            assert time.monotonic() - started < DEADLINE, "the checkpoint thread never ran"
+            time.sleep(0.05)
+        # ~3.2 KiB of log an add (measured with both checkpoints off): 5 x the bound in all
+        adds = 5 * bound // 3_200
+        _burst(store, 1_000, adds)
+        assert Path(f"{path}-wal").stat().st_size < bound
+        assert store.stats().kept == 1_000 + adds
+    finally:
+        store.close()
