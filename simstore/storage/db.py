@@ -127,7 +127,7 @@ def _postgresql_session(
     # No JIT compilation: simstore's lookups are index probes of a millisecond, but the planner
     # guesses 0.5% of the table for each band-key probe (it cannot see the key), so past a few
     # hundred thousand rows their estimated cost passes jit_above_cost and every query spent ~20
-    # ms compiling code to run 1 ms of work (bench_window_server at 600k: p50 23.6 -> 1.0 ms).
+    # ms compiling code to run 1 ms of work (window --url at 600k: p50 23.6 -> 1.0 ms).
     # Through pg_settings, so that a server without JIT (before 11) is left as it is.
     cursor = dbapi_connection.cursor()
     try:

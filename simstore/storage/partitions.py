@@ -20,7 +20,7 @@ share the partitions, so ``keep`` must cover the longest window of any namespace
 with a longer window logs a warning. A namespace's own shorter window still purges rows as before.
 
 The cost: each partition has its own indexes, so a lookup seeks once per partition (keep /
-interval + AHEAD + 2 of them; the empty ones cost little). ``benchmarks/bench_purge.py`` measures
+interval + AHEAD + 2 of them; the empty ones cost little). ``python -m benchmarks purge`` measures
 it against batched deletes.
 """
 
