@@ -434,7 +434,7 @@ def stream_items(pairs: Sequence[Pair]) -> tuple[list[dict[str, Any]], dict[str,
         if clusters.find(text) != clusters.find(first):
             clusters.join(text, first)
             joined += 1
-    negatives = {frozenset((p.a, p.b)) for p in pairs if not label_of(p)}
+    negatives = {frozenset((p.a, p.b)): kind_of(p) for p in pairs if not label_of(p)}
     kinds: dict[str, set[str]] = defaultdict(set)
     for pair in pairs:
         kinds[pair.a].add(kind_of(pair))
@@ -549,7 +549,7 @@ def score_stream(
             total.fp += 1
             counts.fp += 1
             if pair in facts["negatives"]:
-                reasons["labelled non-duplicate pair"] += 1
+                reasons[f"labelled non-duplicate pair: {facts['negatives'][pair]}"] += 1
             else:  # two texts never paired: name them by the kinds of pairs they come from
                 names = [
                     "/".join(sorted(facts.get("kinds", {}).get(t, {"?"})))[:40]
@@ -591,7 +591,7 @@ def print_stream(result: dict[str, Any]) -> None:
         f"recurring-footer bursts (one day each): {result['bursts']}"
     )
     print("false duplicates by where the two texts come from (kinds of their pairs):")
-    for reason, count in list(result["false_by_kind"].items())[:10]:
+    for reason, count in list(result["false_by_kind"].items())[:16]:
         print(f"  {count:>4}  {reason}")
 
 
