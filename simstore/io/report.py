@@ -253,8 +253,9 @@ def merging_option(scope: Scope, new: KeptRow, old: KeptRow, judged: Judged) -> 
 
     Each change is checked by judging the pair again with it (the policy's other rules may still
     refuse the pair: then the next change they ask for is added, a few at the most). A score
-    under its bar lowers the bar to the score (two places, rounded down), a look-alike allows its
-    replaced words (and numbers that differ), a distance widens the radius, and a candidate
+    under its bar lowers the bar to the score (two places, rounded down), a look-alike merges its
+    identity swaps (``merge_identity_swaps``; under the rule that counts words, allows its
+    replaced words and numbers that differ), a distance widens the radius, and a candidate
     outside the retention window asks for a longer ``keep``.
     """
     policy, radius, item, kept = scope.policy, scope.max_distance, new.item, old.as_kept()
@@ -297,6 +298,12 @@ def _options(policy: Policy, judged: Judged) -> dict[str, Any]:
     if judged.measure == "distance":
         return {"max_distance": judged.distance} if judged.distance > judged.threshold else {}
     places = _PLACES.match(reason)
+    if reason.startswith("look-alike") and places is None:
+        # the identity rule named what differs (a number, a name, ...): merging such swaps is
+        # one option
+        if getattr(policy, "merge_identity_swaps", True) is False:
+            return {"merge_identity_swaps": True}
+        return {}
     if places is not None:
         count = int(places.group(1))
         if reason.endswith("in the opening"):
