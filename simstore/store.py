@@ -194,7 +194,7 @@ class SimStore:
     ) -> Decision:
         """Check and insert in one atomic step: kept, or a near-duplicate of an earlier key."""
         item = self._planner.items([(key, text, fingerprint)], max_distance)[0]
-        return self._writer.add(item, utc_naive(at))
+        return self._writer.write_one(item, utc_naive(at))
 
     def add_many(
         self,

@@ -55,7 +55,7 @@ class GroupCommit:
         self._queue: list[_Waiting] = []
         self._leading = False
 
-    def add(self, item: Item, moment: datetime) -> Decision:
+    def write(self, item: Item, moment: datetime) -> Decision:
         """Decide ``item`` with whatever else is queued; its decision once committed."""
         mine = _Waiting(item, moment)
         with self._mutex:

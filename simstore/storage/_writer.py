@@ -81,17 +81,17 @@ class Writer:
         self.rule = Rule(scope.policy, scope.max_distance)
         # after a COMMIT that lost its connection: whether its decisions are in the database
         self._landed = decisions_landed(scope.ns_id, scope.namespace)
-        self._group = GroupCommit(self.add_batch, self._add_one) if group_commit else None
+        self._group = GroupCommit(self.write_batch, self._write_alone) if group_commit else None
 
-    def add(self, item: Item, moment: datetime) -> Decision:
+    def write_one(self, item: Item, moment: datetime) -> Decision:
         """One add: in its own transaction, or with the adds other threads make meanwhile
         (group commit)."""
         partition_of(moment, self.partition_seconds)  # refuses a time past the partition numbers
         if self._group is not None:
-            return self._group.add(item, moment)
-        return self._add_one(item, moment)
+            return self._group.write(item, moment)
+        return self._write_alone(item, moment)
 
-    def _add_one(self, item: Item, moment: datetime) -> Decision:
+    def _write_alone(self, item: Item, moment: datetime) -> Decision:
         """One add in its own transaction, under the locks of its probes and keys."""
 
         def decide(conn: Connection) -> Decision:
@@ -106,7 +106,7 @@ class Writer:
                 log.debug("integrity error adding %r, retrying", item.key)
         raise SimstoreError(f"could not add key {item.key!r}")  # pragma: no cover
 
-    def add_batch(self, items: Sequence[Item], moments: Sequence[datetime]) -> list[Decision]:
+    def write_batch(self, items: Sequence[Item], moments: Sequence[datetime]) -> list[Decision]:
         """A batch in one transaction, in order, under the namespace's exclusive lock."""
 
         def decide(conn: Connection) -> list[Decision]:
@@ -144,7 +144,7 @@ class Writer:
             moments = [batch_moment if when is None else utc_naive(when) for *_, when in raw]
             for moment in set(moments):
                 partition_of(moment, self.partition_seconds)  # before anything is written
-            decided = self.add_batch(items, moments)
+            decided = self.write_batch(items, moments)
             if len(raw) >= ANALYZE_BATCH_ROWS:
                 refresh_statistics(self.scope.connections)
             return decided
@@ -186,7 +186,7 @@ class Writer:
             best = matches[0] if matches else None
             if best is None:
                 rows.keep(item.key, item.fingerprint, moment, item.text, item.signature,
-                          item.band_keys)  # fmt: skip
+                          item.band_keys, item.own_bands)  # fmt: skip
             else:
                 rows.log(item.key, item.fingerprint, moment, best)
             decision = Decision(
@@ -372,11 +372,13 @@ class _Rows:
         text: str | None,
         signature: bytes | None,
         band_keys: tuple[int, ...],
+        own_bands: Sequence[int] | None = None,
     ) -> None:
         in_row = list(band_keys) if self.keys_in_row and band_keys else None
+        b0, b1, b2, b3 = bands(fingerprint) if own_bands is None else own_bands
         self.kept.append(
             FingerprintRow(
-                self.ns_id, key, to_signed(fingerprint), *bands(fingerprint), moment,
+                self.ns_id, key, to_signed(fingerprint), b0, b1, b2, b3, moment,
                 self._part_of(moment), None, signature, in_row, signature is None,
                 pack_text(text),
             )

@@ -107,7 +107,7 @@ def lock_for_add(
     if connection.dialect.name == "postgresql" and item.radius <= BAND_LOCK_MAX_RADIUS:
         probe = [
             (band, value)
-            for band, values in band_values(item.fingerprint, item.radius).items()
+            for band, values in band_values(item.fingerprint, item.radius, item.own_bands).items()
             for value in values
         ]
     return lock_for_write(connection, ns_id, probe, item.key, item.band_keys, namespace=namespace)
