@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, Connection, Engine
 
 from simstore.errors import InvalidInput, MissingExtra, SimstoreError
 from simstore.policy.policies import Policy, policy_with
@@ -156,6 +156,8 @@ def check_database_url(url: object, setting: str) -> None:
     """A database URL setting, checked without connecting: it parses, its dialect is known and
     its driver installed, and the driver takes its arguments; else ``InvalidInput`` (or
     ``MissingExtra``) naming ``setting``."""
+    if isinstance(url, (Engine, Connection)):
+        return  # the app's own engine: it was made, so its URL parsed and its driver loaded
     if not isinstance(url, (str, URL)):
         raise InvalidInput(f"{setting}: a database URL is a string, not {type(url).__name__}")
     try:
