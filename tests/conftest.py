@@ -11,6 +11,7 @@ URL's environment variable.
 
 from __future__ import annotations
 
+import importlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -41,6 +42,17 @@ def unavailable(reason: str, *, needed: str = "server", module: bool = False) ->
     if os.environ.get("SIMSTORE_REQUIRE_SERVERS") == "1":
         pytest.fail(f"{needed} required in CI: {reason}", pytrace=False)
     pytest.skip(reason, allow_module_level=module)
+
+
+def need_module(name: str, extra: str, *, module: bool = False) -> Any:
+    """Import ``name``, an optional dependency of the ``extra`` extra: without it, skip locally,
+    and under SIMSTORE_REQUIRE_SERVERS=1 (CI, where ``.[test]`` installs every extra) fail."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        unavailable(
+            f"{name} is not installed ({error})", needed=f"the {extra} extra", module=module
+        )
 
 
 _session_databases: dict[str, str] = {}

@@ -53,6 +53,8 @@ LONG_TEXT = (
 
 
 Ran = subprocess.CompletedProcess[str]
+# a run that takes this long hangs: far above what a loaded machine needs, never a pace to keep
+HANG = 900
 
 
 @dataclass
@@ -83,7 +85,7 @@ class Cli:
             encoding="utf-8",
             cwd=self.folder,
             env=environment,
-            timeout=120,
+            timeout=HANG,
             check=False,
         )
 

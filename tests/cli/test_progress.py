@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from tests.cli.test_commands import Cli
+from tests.cli.test_commands import HANG, Cli
 from tests.cli.test_commands import cli as cli  # the fixture
 from tests.cli.test_signals import big_feed
 
@@ -38,7 +38,7 @@ def _on_a_terminal(cli: Cli, *args: str) -> tuple[int, str]:
             break
         shown += chunk
     os.close(controller)
-    return run.wait(timeout=60), shown.decode("utf-8", "replace")
+    return run.wait(timeout=HANG), shown.decode("utf-8", "replace")
 
 
 def test_a_file_shows_a_bar_with_total_rate_and_eta_on_a_terminal_only(cli: Cli) -> None:

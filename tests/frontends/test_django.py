@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.conftest import new_server_database, unavailable
+from tests.conftest import need_module, new_server_database, unavailable
 
 pytestmark = pytest.mark.slow  # a Django project made and migrated in subprocesses, per database
 
-pytest.importorskip("django", reason="the django extra is not installed")
+need_module("django", "django", module=True)
 
 TEXT = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
 EDITED = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花!明天可能下雨，出门记得带伞"

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("flask", reason="the flask extra is not installed")
-pytest.importorskip("flask_sqlalchemy", reason="the flask extra is not installed")
+from tests.conftest import need_module
 
-from flask import Flask, request
-from flask_sqlalchemy import SQLAlchemy
+need_module("flask", "flask", module=True)
+need_module("flask_sqlalchemy", "flask", module=True)
 
-from simstore.contrib.flask import FlaskSimStore
+from flask import Flask, request  # noqa: E402 - after the extra is known to be there
+from flask_sqlalchemy import SQLAlchemy  # noqa: E402
+
+from simstore.contrib.flask import FlaskSimStore  # noqa: E402
 
 POST = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
 REPOST = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花!明天可能下雨，出门记得带伞"

@@ -27,7 +27,7 @@ from simstore.io._report_html import SECTIONS, diff, tokens
 from simstore.io.report import DISTANCE_MEASURE, Report, thresholds
 from simstore.policy.policies import MinHashVerification, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
-from tests.cli.test_commands import CORPUS, Cli
+from tests.cli.test_commands import CORPUS, HANG, Cli
 from tests.conftest import StoreFactory
 from tests.storage.test_audit_sql import recipes
 
@@ -395,7 +395,7 @@ def test_a_real_browser_renders_the_report(tmp_path: Path) -> None:
         [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
          f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
          "--window-size=1280,2000", (tmp_path / "report.html").as_uri()],
-        capture_output=True, text=True, timeout=180, check=False,
+        capture_output=True, text=True, timeout=HANG, check=False,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert shot.exists() and shot.stat().st_size > 20_000

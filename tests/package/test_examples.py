@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import need_module
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -51,7 +53,7 @@ REPOST = "今天天气很好，我们一起去公园散步，顺便看看湖边�
 
 
 def test_flask_example_refuses_a_near_duplicate(tmp_path: Path) -> None:
-    pytest.importorskip("flask", reason="the flask extra is not installed")
+    need_module("flask", "flask")
     module = runpy.run_path(str(EXAMPLES / "flask_app.py"))
     app = module["create_app"]({"SIMSTORE_URL": f"sqlite:///{tmp_path / 'flask.db'}"})
     client = app.test_client()
@@ -61,7 +63,7 @@ def test_flask_example_refuses_a_near_duplicate(tmp_path: Path) -> None:
 
 
 def test_django_example_site_migrates_and_refuses_a_near_duplicate(tmp_path: Path) -> None:
-    pytest.importorskip("django", reason="the django extra is not installed")
+    need_module("django", "django")
     site = tmp_path / "site"
     shutil.copytree(EXAMPLES / "django_site", site)
     manage = [sys.executable, "manage.py"]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import need_module
 from tests.package.test_quality_benchmark import _load
 
 build_dataset = _load("build_dataset")
@@ -87,7 +88,8 @@ def test_ascii_tables_are_found_with_their_caption() -> None:
 
 
 def test_real_reference_tables_are_box_ascii_duplicates_and_frame_negatives() -> None:
-    _real("/usr/share/debian-reference/debian-reference.en.txt.gz")
+    for tag in ("en", "zh-cn"):  # hard.table_docs reads both (debian-reference-en, -zh-cn)
+        _real(f"/usr/share/debian-reference/debian-reference.{tag}.txt.gz")
     docs = hard.table_docs()
     assert len(docs) > 50
     pairs = hard.table_pairs(random.Random(1), docs[:40], seed=6)
@@ -226,7 +228,7 @@ def test_lookalikes_swap_at_least_two_slots_and_are_seeded() -> None:
 
 
 def test_chinese_lookalikes_use_nouns_of_the_pool() -> None:
-    pytest.importorskip("jieba")
+    need_module("jieba", "zh")
     pool = [
         "这家酒店的房间很干净，服务员态度很好，早餐有10种。",
         "这款手机的屏幕很清楚，电池用了3天。",

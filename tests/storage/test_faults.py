@@ -260,7 +260,16 @@ def _exclusive(path: Path) -> sqlite3.Connection:
 
 def test_a_locked_sqlite_database_is_waited_for_while_reads_go_on(tmp_path: Path) -> None:
     path = tmp_path / "locked.db"
-    store = SimStore(f"sqlite:///{path}")
+    engine = create_engine_for(f"sqlite:///{path}")
+    writing = threading.Event()  # set when an add's first write starts (and meets the lock)
+    watching = threading.Event()
+
+    def trace(statement: str) -> None:
+        if watching.is_set() and statement.lstrip().upper().startswith(("UPDATE", "INSERT")):
+            writing.set()
+
+    event.listen(engine, "connect", lambda conn, _record: conn.set_trace_callback(trace))
+    store = SimStore(engine)
     assert store.add(key="a", fingerprint=FAR_A).inserted
     locker = _exclusive(path)
     try:
@@ -269,16 +278,19 @@ def test_a_locked_sqlite_database_is_waited_for_while_reads_go_on(tmp_path: Path
         released = threading.Event()
 
         def release() -> None:
-            time.sleep(0.5)  # orders the release after the add began; its length decides nothing
-            released.set()
+            # ordered by a condition, not a sleep: the add's write has begun against the lock
+            if writing.wait(timeout=25):  # under the 30 s busy timeout the add waits out
+                released.set()
             locker.rollback()
 
+        watching.set()
         threading.Thread(target=release).start()
         assert store.add(key="b", fingerprint=FAR_B).inserted
         assert released.is_set()  # it waited for the lock instead of failing or writing past it
     finally:
         locker.close()
     store.close()
+    engine.dispose()
 
 
 def test_a_sqlite_database_locked_past_the_busy_timeout_is_a_clear_error(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from simstore.cli import main
 from simstore.errors import DatabaseUnavailable, InvalidInput, SimstoreError
 from simstore.store import BatchFailed, SimStore
 from tests._workers import PASSWORD, ROOT, START, audit, random_text, row_counts
+from tests.cli.test_commands import HANG
 from tests.conftest import StoreFactory, new_server_database
 
 INJECTIONS = [
@@ -482,7 +483,7 @@ def test_a_non_utf8_key_on_the_command_line_is_invalid_input(tmp_path: Path) -> 
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
         check=False,
         cwd=tmp_path,
     )
@@ -529,7 +530,7 @@ def test_no_password_in_the_debug_output_of_the_cli() -> None:
             [sys.executable, "-m", "simstore.cli", "--debug", *args],
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=HANG,
             check=False,
             cwd=ROOT,
             env=environment,
@@ -542,7 +543,7 @@ def test_ruff_security_rules_are_clean_over_the_package() -> None:
         [sys.executable, "-m", "ruff", "check", "--select", "S", "simstore", "migrations"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
         check=False,
         cwd=ROOT,
     )

@@ -235,6 +235,7 @@ def test_purges_and_adds_running_together_never_deadlock() -> None:
     clock = [DAY0]
     errors: list[BaseException] = []
     added: list[int] = []
+    adds: list[int] = []
     done = threading.Event()
 
     def add(seed: int) -> None:
@@ -248,6 +249,7 @@ def test_purges_and_adds_running_together_never_deadlock() -> None:
                 except BaseException as error:
                     errors.append(error)
                 n += 1
+                adds.append(n)  # list.append is atomic: a count the purgers can wait on
             added.append(n)
 
     def purge(hours: range) -> None:
@@ -259,7 +261,13 @@ def test_purges_and_adds_running_together_never_deadlock() -> None:
                     store.purge(now=moment)
                 except BaseException as error:
                     errors.append(error)
-                time.sleep(0.05)  # adds go on between purges
+                # adds go on between purges: wait for two more (a condition, not a rate)
+                seen, started = len(adds), time.monotonic()
+                while len(adds) < seen + 2:
+                    if time.monotonic() - started > 120:
+                        errors.append(TimeoutError("no add ran between two purges"))
+                        return
+                    time.sleep(0.01)
 
     adders = [threading.Thread(target=add, args=(seed,)) for seed in (1, 2)]
     purgers = [threading.Thread(target=purge, args=(range(1, 13),)) for _ in range(2)]
@@ -270,8 +278,8 @@ def test_purges_and_adds_running_together_never_deadlock() -> None:
     done.set()
     for thread in adders:
         thread.join()
-    assert errors == []
-    assert sum(added) > 24  # the adds ran beside the 24 purges, not after them
+    assert errors == []  # every purge saw adds run between it and the next: beside them
+    assert sum(added) == len(adds)
 
 
 def _statistics(url: str, relation: str) -> tuple[bool, int]:

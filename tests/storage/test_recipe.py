@@ -28,7 +28,7 @@ from simstore.policy.policies import (
 )
 from simstore.storage import migrate
 from simstore.storage.schema import namespaces
-from tests.conftest import SERVERS, StoreFactory, new_server_database
+from tests.conftest import SERVERS, StoreFactory, need_module, new_server_database
 
 pytestmark = pytest.mark.slow  # the command-line recipe as subprocesses on every database
 
@@ -139,7 +139,7 @@ def test_copies_are_never_silently_kept_whatever_policy_a_later_command_names(
 
 
 def test_folding_traditional_chinese_works_from_the_command_line(tmp_path: Path) -> None:
-    pytest.importorskip("opencc", reason="the zh extra is not installed")
+    need_module("opencc", "zh")
     folded = ("--policy-option", "fold_traditional=true")
     made = cli(tmp_path, *folded, "ingest", str(records(tmp_path / "s.jsonl", {"s": SIMPLIFIED})))
     assert made.returncode == 0, made.stderr
@@ -160,7 +160,7 @@ def test_folding_traditional_chinese_works_from_the_command_line(tmp_path: Path)
 
 
 def test_flask_refuses_bad_settings_when_the_app_starts(tmp_path: Path) -> None:
-    flask = pytest.importorskip("flask", reason="the flask extra is not installed")
+    flask = need_module("flask", "flask")
     from simstore.contrib.flask import FlaskSimStore
 
     for setting, value, said in (
@@ -190,7 +190,7 @@ def test_flask_refuses_bad_settings_when_the_app_starts(tmp_path: Path) -> None:
 
 
 def test_django_reports_a_bad_setting_in_its_system_check(tmp_path: Path) -> None:
-    pytest.importorskip("django", reason="the django extra is not installed")
+    need_module("django", "django")
     (tmp_path / "settings.py").write_text(
         'SECRET_KEY = "test-only"\n'
         'INSTALLED_APPS = ["simstore.contrib.django"]\n'
@@ -250,8 +250,8 @@ def test_a_recipe_recorded_before_an_option_existed_keeps_its_rule() -> None:
 
 
 def test_folding_traditional_chinese_works_from_flask_settings(tmp_path: Path) -> None:
-    flask = pytest.importorskip("flask", reason="the flask extra is not installed")
-    pytest.importorskip("opencc", reason="the zh extra is not installed")
+    flask = need_module("flask", "flask")
+    need_module("opencc", "zh")
     from simstore.contrib.flask import FlaskSimStore
 
     app = flask.Flask(__name__)
@@ -269,8 +269,8 @@ def test_folding_traditional_chinese_works_from_flask_settings(tmp_path: Path) -
 def test_web_apps_adopt_the_namespaces_recipe_and_refuse_another(
     tmp_path: Path, cli_database: str
 ) -> None:
-    flask = pytest.importorskip("flask", reason="the flask extra is not installed")
-    pytest.importorskip("django", reason="the django extra is not installed")
+    flask = need_module("flask", "flask")
+    need_module("django", "django")
     from simstore.contrib.flask import FlaskSimStore
     from simstore.store import SimStore
 

@@ -7,11 +7,13 @@ Counts, not clocks: threads (``threading.active_count``), open file descriptors
 from __future__ import annotations
 
 import gc
+import linecache
 import os
+import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -96,23 +98,37 @@ def _switches(native_id: int) -> int:
     return sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line)
 
 
+def _waiting_for_a_commit(thread: threading.Thread) -> bool:
+    """Whether the checkpoint thread is blocked in the wait that only a commit ends (not its
+    pause between two looks at the log): read off its stack, not guessed from a clock."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    while frame is not None and frame.f_code.co_name != "_run":
+        frame = frame.f_back
+    if frame is None:
+        return False
+    return "_wake.wait()" in linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+
+
+def _until(condition: Callable[[], bool], what: str, deadline: float = 60.0) -> None:
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < deadline, what
+        time.sleep(0.01)
+
+
 def test_an_idle_store_wakes_no_thread(tmp_path: Path) -> None:
     before_open = set(threading.enumerate())
     store = SimStore(f"sqlite:///{tmp_path / 'idle.db'}")
     store.add(TEXT.format(1), key="1")
     (checkpointer,) = set(threading.enumerate()) - before_open
-    assert checkpointer.native_id is not None
-    before = _switches(checkpointer.native_id)
-    for _ in range(20):  # not a limit: lets the wake of the add above run its course
-        time.sleep(0.1)
-        settled, before = before, _switches(checkpointer.native_id)
-        if settled == before:
-            break
-    time.sleep(0.5)  # a thread polling every 100 ms would run ~5 times in here
-    assert _switches(checkpointer.native_id) == before
+    native = checkpointer.native_id
+    assert native is not None
+    _until(lambda: _waiting_for_a_commit(checkpointer), "the thread never went back to sleep")
+    before = _switches(native)
+    time.sleep(0.5)  # a window to be seen in: a thread polling every 100 ms would run ~5 times
+    assert _switches(native) == before
     store.add(TEXT.format(2), key="2")  # a commit wakes it again
-    while _switches(checkpointer.native_id) == before:
-        time.sleep(0.01)
+    _until(lambda: _switches(native) != before, "a commit did not wake it")
     store.close()
 
 

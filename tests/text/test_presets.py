@@ -40,6 +40,7 @@ from simstore.text._algorithms import (
 )
 from simstore.text.fingerprint import analyze, analyze_many
 from simstore.text.presets import Preset, get_preset, presets
+from tests.conftest import need_module
 
 FINGERPRINT_MODULE = importlib.import_module(
     "simstore.text.fingerprint"
@@ -411,7 +412,7 @@ JIEBA_TEXTS = [
 
 @pytest.fixture(scope="module")
 def jieba_reference() -> dict[str, int]:
-    pytest.importorskip("jieba")
+    need_module("jieba", "zh")
     return {text: seed001_simhash(text) for text in JIEBA_TEXTS}
 
 
