@@ -56,20 +56,23 @@ _SENTENCES = re.compile(r"(?<=[.!?:;])\s+|\n+|(?<=[。！？；])")
 _RAW_TOKEN = re.compile(
     rf"\w+(?:[-./+#](?=[^\W_{_CJK}])\w+)*",
 )
-NAMES_FROM = 4000  # raw characters read for names
+NAMES_FROM = 20000  # raw characters read for names
 LOWERCASE_CONTEXT = 0.6  # a text whose tokens start with a capital more often has no names
 SKETCH = 16  # numbers a long text's sketch keeps (half versions and dates, half plain numbers)
 SKETCH_SPLIT = "/"  # between a sketch's parts (no number or name is "/")
 NAMES = 12  # names a sketch keeps
+TOPS = 4  # most frequent names and identifiers a long text's sketch keeps, with their counts
+COUNT_MARK = "*"  # between such a token and its count
 MAX_SWAP = 4  # tokens on a side of one place: more is a passage rewritten or moved
 # places where Chinese or Japanese words (two characters or more, no typo) stand for others:
 # with no capitals to tell a name from a word, more than this many are a template filled in
-MAX_CJK_WORDS = 1
+MAX_CJK_WORDS = 0
 _UNBROKEN = re.compile(r"[-./\s]")
 _LEAD = re.compile(r"^\.")  # a leading - comes and goes with layout (a list, a table's rule)
 _TRAIL = re.compile(r"(?:\+\+|#)$")
 _NUMBER = re.compile(r"\d+(?:[.:/-]\d+)*")
 _DIGITS = re.compile(r"\d+")
+_SEGMENTS = re.compile(r"[\W_]+")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 
 
@@ -203,15 +206,18 @@ def identity_swaps(
         if swap is not None:
             swaps.append(swap)
     gaps: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    starts: list[int] = []
     end_left = end_right = 0
     for block in Indel.editops(left, right).as_matching_blocks():
         if block.a > end_left and block.b > end_right:
             gaps.append((left[end_left : block.a], right[end_right : block.b]))
+            starts.append(end_right)
         end_left, end_right = block.a + block.size, block.b + block.size
     recurring = Counter(gaps)
+    joined = "".join(left)
     words: list[Swap] = []  # CJK words replaced: only more than one place tells (see above)
-    for a, b in gaps:
-        why = _judge(a, b, ctx, typos, numbers, recurring, left_counts, right_counts)
+    for (a, b), at in zip(gaps, starts, strict=True):
+        why = _judge(a, b, ctx, typos, numbers, recurring, left_counts, right_counts, joined, at)
         if why is not None:
             glue = "" if why == "words" else " "  # CJK characters are written together
             (words if why == "words" else swaps).append(Swap(glue.join(a), glue.join(b), why))
@@ -229,15 +235,21 @@ def _judge(
     recurring: Counter[tuple[tuple[str, ...], tuple[str, ...]]],
     left_counts: Counter[str],
     right_counts: Counter[str],
+    old_text: str,
+    at: int,
 ) -> str | None:
-    """Why the place where ``a`` (old) stands as ``b`` (new) is identity, or None (an edit)."""
+    """Why the place where ``a`` (old) stands as ``b`` (new) is identity, or None (an edit);
+    ``old_text``: the old text's CJK characters run together."""
     cjk = all(map(_is_cjk, (*a, *b)))
     if cjk and not (numbers and _numbers(a) != _numbers(b)):
         # CJK characters are common to many words, so they are not told moved by being found
         # elsewhere; one for another is a typo, a word for a word may be a name (see above)
-        if recurring[(a, b)] >= 2 and not any(right_counts[t] for t in a if t not in b):
+        # the same characters put for others at two places or more, found nowhere in the old
+        # text (its characters may be: they are common to many words)
+        if recurring[(a, b)] >= 2 and "".join(b) not in old_text:
             return "recurring"
-        return "words" if min(len(a), len(b)) >= 2 and len(a) + len(b) <= 4 * MAX_SWAP else None
+        one_for_one = len(a) == len(b) == 1  # a typo
+        return "words" if not one_for_one and len(a) + len(b) <= 4 * MAX_SWAP else None
     # the tokens replaced: a token found elsewhere in the other text was moved, not replaced
     gone = [t for t in a if right_counts[t] == 0]
     came = [t for t in b if left_counts[t] == 0]
@@ -248,21 +260,24 @@ def _judge(
         if numbers and _number_swap(_numbers(gone), _numbers(came)) is not None:
             return "number"
         return "symbol" if _identifier_swapped(gone, came, typos) else None
+    if _UNBROKEN.sub("", "".join(gone)) == _UNBROKEN.sub("", "".join(came)):
+        if _edges(gone) != _edges(came):
+            return "symbol"  # other symbols at a word's edge: c and c++, net and .net
+        return None  # a word broken or joined at a hyphen, a dot or a space: layout
     old_numbers, new_numbers = _numbers(gone), _numbers(came)
     if numbers and old_numbers and new_numbers and old_numbers != new_numbers:
         return "number"  # a number in another's place (one only added or dropped: an edit)
     if _edges(gone) != _edges(came):
-        return "symbol"  # other symbols at a word's edge: c and c++, net and .net, -v and --v
-    if _UNBROKEN.sub("", "".join(gone)) == _UNBROKEN.sub("", "".join(came)):
-        return None  # a word broken or joined at a hyphen, a dot or a space: layout
-    if _is_typo(a, b, typos) or _is_typo((" ".join(gone),), (" ".join(came),), typos):
-        return None
+        return "symbol"  # other symbols at a word's edge: -v and --verbose
     if (
         any(map(_identifier, gone))
         and any(map(_identifier, came))
         and not _extended_path(gone, came)
+        and not _segment_typos(gone, came, typos)
     ):
         return "symbol"  # a package-, path- or option-like token replaced by another
+    if _is_typo(a, b, typos) or _is_typo((" ".join(gone),), (" ".join(came),), typos):
+        return None
     if any(t in ctx.names for t in came):
         return "name"
     if (
@@ -273,7 +288,19 @@ def _judge(
         return "recurring"
     if min(len(gone), len(came)) >= 2:
         return "phrase"  # words in place of words (a product, a title): a template's slot
+    if at == 0 and max(len(a), len(b)) <= 2:
+        return "title"  # the text's first word: what it is about (a package, a command)
     return None
+
+
+def _segment_typos(gone: Sequence[str], came: Sequence[str], typos: bool) -> bool:
+    """Whether two identifiers differ by typos alone, part by part (``dbus-system-bus`` and
+    ``dbus-session-bus`` differ by a word, not a typo, though the whole is one edit in four)."""
+    left = _SEGMENTS.split(" ".join(gone))
+    right = _SEGMENTS.split(" ".join(came))
+    if len(left) != len(right):
+        return False
+    return all(x == y or _is_typo((x,), (y,), typos) for x, y in zip(left, right, strict=True))
 
 
 def _identifier_swapped(gone: Sequence[str], came: Sequence[str], typos: bool) -> bool:
@@ -317,42 +344,95 @@ def sketch(
     parts = sorted((n for n in found if not n.isdigit()), key=_order)[:half]
     plain = sorted((n for n in found if n.isdigit()), key=_order)[:half]
     kept_names = sorted(names, key=_order)[:NAMES]
-    return (*parts, SKETCH_SPLIT, *plain, SKETCH_SPLIT, *kept_names)
+    if not numbers:
+        return (*parts, SKETCH_SPLIT, *plain, SKETCH_SPLIT, *kept_names)
+    identifiers = _identifiers(text)
+    counts = Counter(t for t in _TOKEN.findall(text) if t in identifiers or t in names)
+    tops = [
+        f"{t}{COUNT_MARK}{n}"
+        for t, n in counts.most_common(TOPS)
+        if n >= (2 if t in identifiers else 3) and len(t) > 1
+    ]
+    return (*parts, SKETCH_SPLIT, *plain, SKETCH_SPLIT, *kept_names, SKETCH_SPLIT, *tops)
+
+
+def _identifiers(text: str) -> set[str]:
+    """A text's identifier-like tokens without digits (``c++``, ``--verbose``, ``aspell-da``)
+    and, in a text mostly in Chinese or Japanese, its words in Latin letters (commands, names)."""
+    found = _TOKEN.findall(text)
+    cjk = sum(1 for t in found if _is_cjk(t))
+    latin = 2 * cjk > len(found)
+    return {
+        t
+        for t in found
+        if not _DIGIT.search(t) and (_has_symbol(t) or (latin and not _is_cjk(t) and len(t) > 1))
+    }
 
 
 def names_of(found: Sequence[str]) -> frozenset[str]:
     """The names a ``sketch`` keeps (none in a sketch made without them)."""
-    if list(found).count(SKETCH_SPLIT) < 2:
-        return frozenset()
-    return frozenset(found[len(found) - list(reversed(found)).index(SKETCH_SPLIT) :])
+    parts = _samples(found)
+    return frozenset(parts[2]) if len(parts) > 2 else frozenset()
 
 
 def _order(token: str) -> tuple[int, str]:
     return _hash(token), token
 
 
-def sketch_swaps(old: Sequence[str], new: Sequence[str], size: int = SKETCH) -> list[Swap]:
-    """A number swap between two texts by their sketches: in either sample, within the hash
-    range both texts' samples cover, a number only the old holds and one of the same shape only
-    the new holds."""
-    for old_part, new_part in zip(_samples(old), _samples(new), strict=True):
-        swap = _sample_swap(old_part, new_part, size // 2)
+def sketch_swaps(
+    old: Sequence[str], new: Sequence[str], size: int = SKETCH, typos: bool = True
+) -> list[Swap]:
+    """Identity swaps between two texts by their sketches: one of the new text's most frequent
+    names or identifiers put for one of the old's at every place (``_top_swap``); in each sample
+    of numbers, within the hash range both texts' samples cover, a number only the old holds and
+    one of the same shape only the new holds."""
+    old_parts, new_parts = _samples(old), _samples(new)
+    sizes = (size // 2, size // 2)
+    if len(old_parts) > 3 and len(new_parts) > 3:
+        swap = _top_swap(old_parts[3], new_parts[3])
         if swap is not None:
             return [swap]
+    for index, (old_part, new_part) in enumerate(zip(old_parts[:2], new_parts[:2], strict=False)):
+        swap = _number_swap(*_sample_excess(old_part, new_part, sizes[index]))
+        if swap is not None:
+            return [swap]
+    if len(old_parts) > 3 and len(new_parts) > 3:  # long texts: their sampled names
+        gone, came = _sample_excess(old_parts[2], new_parts[2], NAMES)
+        gone_names = [t for t in gone if not any(_is_typo((t,), (u,), typos) for u in came)]
+        came_names = [t for t in came if not any(_is_typo((u,), (t,), typos) for u in gone)]
+        if len(gone_names) == len(came_names) == 1:  # one name for one name
+            return [Swap(gone_names[0], came_names[0], "name")]
     return []
 
 
-def _samples(found: Sequence[str]) -> tuple[Sequence[str], Sequence[str]]:
+def _top_swap(old: Sequence[str], new: Sequence[str]) -> Swap | None:
+    """A frequent name or identifier of the new text put for one of the old's at every place
+    (it is not among the old's most frequent, and the other lost as many occurrences: all of
+    them when it is not among the new's most frequent)."""
+    old_counts = {t: int(n) for t, _, n in (entry.rpartition(COUNT_MARK) for entry in old)}
+    new_counts = {t: int(n) for t, _, n in (entry.rpartition(COUNT_MARK) for entry in new)}
+    for came, count in new_counts.items():
+        if came in old_counts:
+            continue
+        for gone, was in old_counts.items():
+            if new_counts.get(gone, 0) == was - count and (gone in new_counts or was == count):
+                return Swap(gone, came, "recurring")
+    return None
+
+
+def _samples(found: Sequence[str]) -> list[list[str]]:
     parts: list[list[str]] = [[]]
     for token in found:
         if token == SKETCH_SPLIT:
             parts.append([])
         else:
             parts[-1].append(token)
-    return (parts[0], parts[1]) if len(parts) >= 2 else ((), ())
+    return parts if len(parts) >= 2 else []
 
 
-def _sample_swap(old: Sequence[str], new: Sequence[str], size: int) -> Swap | None:
+def _sample_excess(
+    old: Sequence[str], new: Sequence[str], size: int
+) -> tuple[Counter[str], Counter[str]]:
     old_set, new_set = set(old), set(new)
     cover = min(
         _hash(old[-1]) if len(old) >= size else 1 << 32,
@@ -360,4 +440,4 @@ def _sample_swap(old: Sequence[str], new: Sequence[str], size: int) -> Swap | No
     )
     only_old = Counter(t for t in old if t not in new_set and _hash(t) <= cover)
     only_new = Counter(t for t in new if t not in old_set and _hash(t) <= cover)
-    return _number_swap(only_old, only_new)
+    return only_old, only_new
