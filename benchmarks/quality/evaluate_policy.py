@@ -549,7 +549,9 @@ def score_stream(
             total.fp += 1
             counts.fp += 1
             if pair in facts["negatives"]:
-                reasons[f"labelled non-duplicate pair: {facts['negatives'][pair]}"] += 1
+                negatives = facts["negatives"]  # the pair's kind, when a mapping holds it
+                kind = negatives.get(pair) if isinstance(negatives, dict) else None
+                reasons["labelled non-duplicate pair" + (f": {kind}" if kind else "")] += 1
             else:  # two texts never paired: name them by the kinds of pairs they come from
                 names = [
                     "/".join(sorted(facts.get("kinds", {}).get(t, {"?"})))[:40]
