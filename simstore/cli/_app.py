@@ -359,8 +359,12 @@ def check_text_radius(policy: Policy, max_distance: int | None) -> None:
 
 
 @contextlib.contextmanager
-def open_store(settings: Settings, *, create: bool = False, **options: Any) -> Iterator[SimStore]:
+def open_store(
+    settings: Settings, *, create: bool = False, radius: int | None = None, **options: Any
+) -> Iterator[SimStore]:
     """The store the global options name; ``options`` that are None are left to SimStore.
+    ``radius``: a query's own SimHash radius, checked as ``max_distance`` is but not the
+    store's (a namespace records the radius that decides what it keeps).
 
     Only ``create`` (ingest, dedup) may make the namespace, or a SQLite file, or upgrade its
     schema; every other command opens an existing namespace and writes nothing it was not asked
@@ -373,18 +377,19 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
     from simstore.validate import MAX_NAMESPACE_LENGTH, check_name, check_radius
 
     given = {name: value for name, value in options.items() if value is not None}
+    asked = given.get("max_distance", radius)  # the radius a text command asks for
     if _in_memory(settings.url):
         raise InvalidInput(
             f"{settings.url} is an in-memory database: it ends with this command, so nothing "
             "would be kept; give a file (sqlite:///simstore.db) or a server"
         )
-    if given.get("max_distance") is not None:
-        check_radius(given["max_distance"])  # bad input first
+    if asked is not None:
+        check_radius(asked)  # bad input first
     policy = requested_policy(settings)
     # without a policy a namespace adopts its own, known once opened; a new file gets the default
     new_file = missing_sqlite_file(settings.url) is not None
     if policy is not None or new_file:
-        check_text_radius(policy or DEFAULT_POLICY, given.get("max_distance"))
+        check_text_radius(policy or DEFAULT_POLICY, asked)
     if settings.keep is not None:
         given["keep"] = parse_duration(settings.keep)
     if settings.max_text_length is not None:
@@ -398,7 +403,7 @@ def open_store(settings: Settings, *, create: bool = False, **options: Any) -> I
     with SimStore(
         settings.url, namespace=settings.namespace, preset=settings.preset, policy=policy, **given
     ) as store:
-        check_text_radius(store.policy, given.get("max_distance"))  # the adopted policy's rule
+        check_text_radius(store.policy, asked)  # the adopted policy's rule
         yield store
 
 

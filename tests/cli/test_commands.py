@@ -654,7 +654,7 @@ def test_export_streams_decisions_kept_rows_and_clusters(cli: Cli) -> None:
 def test_db_check_fails_until_upgrade(cli: Cli) -> None:
     checked = cli("db", "check")
     assert checked.returncode == 1
-    assert "simstore db upgrade" in checked.stderr
+    assert f"simstore --db '{cli.url}' db upgrade" in checked.stderr
     assert cli.json("db", "current")["revision"] is None
     assert not (cli.folder / "store.db").exists()  # neither check nor current made the file
     upgraded = cli.json("db", "upgrade")

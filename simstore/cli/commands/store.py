@@ -13,7 +13,6 @@ import click
 from simstore.cli._app import (
     Failure,
     Settings,
-    check_text_radius,
     main,
     open_store,
     read_argument,
@@ -31,7 +30,6 @@ from simstore.cli.output import (
 )
 from simstore.storage.db import redact
 from simstore.text.encoding import to_hex
-from simstore.validate import check_radius
 
 if TYPE_CHECKING:
     from simstore.results import Decision, Judged
@@ -61,11 +59,9 @@ def query(settings: Settings, text: str, max_distance: int | None, limit: int | 
     the measure and score that confirmed it ('-': the distance decided), its fingerprint and when
     it was added. Nothing is added.
     """
-    radius = None if max_distance is None else check_radius(max_distance)
-    with open_store(settings) as store:
-        check_text_radius(store.policy, radius)
-        # the query's own radius: the namespace's recorded radius stays what decides adds
-        found = store.search(read_argument(text), limit=limit, max_distance=radius)
+    # the query's own radius: the namespace's recorded radius stays what decides adds
+    with open_store(settings, radius=max_distance) as store:
+        found = store.search(read_argument(text), limit=limit, max_distance=max_distance)
     data = {
         "fingerprint": found.hex,
         "policy": found.policy,
