@@ -24,7 +24,7 @@ load``): Parquet with the columns of ``HANDOVER_COLUMNS`` (the fingerprint signe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -87,9 +87,10 @@ class LoadReport:
     skipped: int
 
 
-def band_keys_of(signature: bytes) -> tuple[int, ...]:
-    """The distinct, sorted MinHash band keys of a stored signature (as ``Policy.sign`` has)."""
-    return minhash.stored_band_keys([signature])[0]
+def band_keys_of(signature: bytes, layout: str) -> tuple[int, ...]:
+    """The distinct, sorted MinHash band keys of a stored signature under ``layout`` (the
+    namespace policy's ``minhash_bands``, as its ``Policy.sign`` makes them)."""
+    return minhash.stored_band_keys([signature], layout)[0]
 
 
 def load(
@@ -107,7 +108,7 @@ def load(
     moment = utc_naive(at)
     kept = duplicates = skipped = 0
     for chunk in _chunked(rows, batch_size):
-        checked = [_check_row(row) for row in chunk]
+        checked = [_check_row(row, (scope.policy.minhash_bands,)) for row in chunk]
         written = load_decided(scope, checked, moment)
         skipped += len(checked) - len(written)
         kept += sum(1 for row in written if row.kept)
@@ -117,10 +118,12 @@ def load(
 
 def check_rows(rows: Iterable[LoadRow | Mapping[str, Any]]) -> int:
     """Check every row as ``load`` does (fields, types, values), without a database: a first
-    pass that lets a load refuse a bad hand-over before writing any of it. The count of rows."""
+    pass that lets a load refuse a bad hand-over before writing any of it. The count of rows.
+    Without a namespace, a row's band keys may be those of any band layout (``minhash.LAYOUTS``):
+    ``load`` holds them to its namespace's."""
     count = 0
     for row in rows:
-        _check_row(row)
+        _check_row(row, tuple(minhash.LAYOUTS))
         count += 1
     return count
 
@@ -136,7 +139,7 @@ def _chunked(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
-def _check_row(raw: object) -> LoadRow:
+def _check_row(raw: object, layouts: Sequence[str]) -> LoadRow:
     if isinstance(raw, Mapping):
         unknown = set(raw) - set(LoadRow._fields)
         if unknown:
@@ -173,12 +176,16 @@ def _check_row(raw: object) -> LoadRow:
         if signature is not None:
             # the signature's own keys: purge and remove recompute them from it, so other keys
             # would stay behind for ever
-            keys = band_keys_of(signature)
-            if row.band_keys is not None and tuple(sorted(set(row.band_keys))) != keys:
+            # (``layouts``: the namespace's, or any when there is none; the first when none given)
+            each = [band_keys_of(signature, layout) for layout in layouts]
+            given = None if row.band_keys is None else tuple(sorted(set(row.band_keys)))
+            if given is not None and given not in each:
                 raise InvalidInput(
                     f"key {key!r}: band_keys are not its signature's band keys under "
-                    f"{minhash.SCHEME} (a hand-over made by another simstore version?)"
+                    f"{minhash.SCHEME} with {' or '.join(layouts)} bands (a hand-over made by "
+                    "another simstore version or another policy?)"
                 )
+            keys = each[0] if given is None else given
         return row._replace(key=key, signature=signature, band_keys=keys, duplicate_of=None)
     return row._replace(key=key, duplicate_of=check_key(row.duplicate_of or ""))
 

@@ -31,6 +31,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "(none: long_threshold)",
         "min_bands": "long texts: band keys a kept text must share to be a candidate",
         "short_min_bands": "short texts: band keys a kept text must share to be a candidate",
+        "minhash_bands": "the MinHash band keys of every text: bands x signature values a band "
+        "(24x3; 16x4 in namespaces recorded before it, 20x3 and 32x3 possible)",
         "max_replaced": "short texts, when identity_rule is off: places where other words stand "
         "in beyond which two texts are look-alikes, not duplicates (none: no check)",
         "numbers_matter": "short texts, when identity_rule is off: a number replaced by another "

@@ -179,6 +179,9 @@ class Policy(ABC):
     # something (under MinHash a text is decided by similarity; its radius is for fingerprints)
     decides_texts_by_distance: ClassVar[bool] = True
     min_bands: int = 1  # shared band keys that make two signed texts candidates
+    # the MinHash band layout of its texts' keys (``minhash.LAYOUTS``): what ``sign`` makes, and
+    # what purge, remove, a hand-over and a kept row's reading recompute from a signature
+    minhash_bands: str = minhash.LAYOUT
 
     @abstractmethod
     def plan(self, item: Item, text: str, max_distance: int) -> None:
@@ -424,6 +427,11 @@ class MinHashVerification(Policy):
     # 5-gram spans two or three words there, so an edit of the same size costs more grams
     cjk_long_threshold: float | None = 0.65
     min_bands: int = 2
+    # every text's band keys: 24 bands of 3 signature values (``minhash.LAYOUTS``), so that a
+    # short text at the 3-gram threshold (5-gram estimate ~.35-.45) is a candidate with p ~.97
+    # (16 x 4: ~.75; tune half, ``python -m benchmarks layouts --short``); "16x4": a version-1
+    # recipe's keys. One layout for every length: a short and a long text must share keys
+    minhash_bands: str = "24x3"
     # a short text (decided by 3-grams, whose Jaccard runs above the 5-grams' the keys are made
     # of) needs one shared key: two would miss half of its near-duplicates at the threshold
     short_min_bands: int = 1
@@ -488,6 +496,10 @@ class MinHashVerification(Policy):
         check_int("short_length", self.short_length, lowest=0)
         check_int("min_bands", self.min_bands, lowest=1)
         check_int("short_min_bands", self.short_min_bands, lowest=1)
+        try:
+            minhash.check_layout(self.minhash_bands)
+        except ValueError as error:
+            raise InvalidInput(f"minhash_bands: {error}") from None
         check_int("max_replaced", self.max_replaced, lowest=0, optional=True)
         check_int("opening_length", self.opening_length, lowest=1, optional=True)
         check_int("max_opening_replaced", self.max_opening_replaced, lowest=0)
@@ -572,7 +584,7 @@ class MinHashVerification(Policy):
         if not wanted:
             return
         values, sizes = minhash.sketches([item.normalised or "" for item in wanted])
-        keys = minhash.distinct_band_keys(values)  # shared keys are counted once
+        keys = minhash.distinct_band_keys(values, self.minhash_bands)  # shared: counted once
         for item, signature, size, band_keys in zip(
             wanted, values, sizes.tolist(), keys, strict=True
         ):
@@ -758,8 +770,8 @@ class MinHashVerification(Policy):
 
     def min_shared(self, item: Item) -> int:
         """One shared band key for a short text, ``min_bands`` for a long one (whose estimate
-        must reach 0.65-0.75 anyway: a pair at 0.75 shares fewer than two of the 16 keys with
-        p ~ 0.02, at 0.65 ~ 0.19, at 0.85 ~ 0.0001)."""
+        must reach 0.65-0.75 anyway: a pair at 0.75 shares fewer than two of 16 x 4 keys with
+        p ~ 0.02, at 0.65 ~ 0.19; of 24 x 3 keys with p ~ 0.00004 and ~ 0.005)."""
         return self.short_min_bands if item.text is not None else self.min_bands
 
     def _short_lookalike(self, item: Item, kept_text: str) -> bool:
@@ -1139,6 +1151,7 @@ _BEFORE_OPTION: dict[str, dict[str, object]] = {
         "keep_symbols": False,
         "identity_rule": False,
         "merge_identity_swaps": False,
+        "minhash_bands": minhash.LAYOUT,  # recipe 2: 24 x 3 (minhash.LAYOUTS)
     },
 }
 """For a recipe recorded before an option existed, the value that keeps the rule it recorded."""

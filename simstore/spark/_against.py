@@ -104,7 +104,9 @@ def _priors(
             columns["signature"], strict=True,
         ):  # fmt: skip
             text = kept_text_of(plain, packed)
-            keys = handover.band_keys_of(signature) if signature is not None else ()
+            keys = (
+                () if signature is None else handover.band_keys_of(signature, policy.minhash_bands)
+            )
             # a kept row is only ever the old side: its radius, threshold and script are unread
             items.append(
                 executor.make_item(

@@ -16,7 +16,8 @@ Why the check-then-insert of ``SimStore.add`` cannot keep two near-duplicates:
   serialise, so the second finds the first's decision even when the unique constraint cannot see
   across time partitions (``simstore.storage.partitions``). Under MinHash verification two texts
   that can match either lie within the SimHash radius (the argument above) or share at least one
-  MinHash band key (the policy's ``min_bands``), so each add also locks its 16 band keys.
+  MinHash band key (the policy's ``min_bands``; one layout a namespace, ``minhash_bands``), so
+  each add also locks all its band keys (16 or 24).
 * MySQL/MariaDB: every add locks the namespace row ``FOR UPDATE``, serialising the namespace's adds
   (a lock table in the sense of the design); the check runs at READ COMMITTED after the lock.
 

@@ -6,6 +6,7 @@ readers and writers go on meanwhile. ``SimStore.purge`` and ``SimStore.remove`` 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -22,7 +23,13 @@ from simstore.storage._connections import Connections
 from simstore.storage.db import translate_errors
 from simstore.storage.locking import lock_for_write, lock_tables, require_namespace
 from simstore.storage.retention import EPOCH, partition_of, utc_aware, window_start
-from simstore.storage.schema import band_keys_in_row, decisions, fingerprints, minhash_keys
+from simstore.storage.schema import (
+    band_keys_in_row,
+    decisions,
+    fingerprints,
+    minhash_keys,
+    namespaces,
+)
 from simstore.storage.scope import Scope
 from simstore.text import minhash
 
@@ -209,7 +216,8 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     """Delete the ``simstore_minhash`` rows of kept rows given as (id, ns_id, signature).
 
     Each row's band keys are recomputed from its signature (distinct, as ``Policy.sign`` stores
-    them) and deleted: on SQLite by their full primary keys in one executemany (a seek each), on
+    them, under the band layout its namespace's recorded policy signs with: ``_layouts``) and
+    deleted: on SQLite by their full primary keys in one executemany (a seek each), on
     a server ``ROWS_PER_BAND_KEY_DELETE`` rows a statement (their keys and their ids). Rows
     without a signature have no band keys. Returns the band-key rows asked to go. On PostgreSQL
     the keys are in the rows themselves and go with them: only counted.
@@ -221,7 +229,11 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     ]
     if not signed:
         return 0
-    held = [set(keys) for keys in minhash.stored_band_keys([bytes(row[2]) for row in signed])]
+    layouts = _layouts(conn, {row[1] for row in signed})
+    held = [
+        set().union(*(minhash.stored_band_keys([signature], layout)[0] for layout in layouts[ns]))
+        for _row_id, ns, signature in signed
+    ]
     if band_keys_in_row(conn.dialect):
         return sum(map(len, held))
     if conn.dialect.name == "sqlite":  # in-process: an executemany of primary keys is cheapest
@@ -253,6 +265,27 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
                 },
             )
     return sum(map(len, held))
+
+
+def _layouts(conn: Connection, ns_ids: set[int]) -> dict[int, tuple[str, ...]]:
+    """The MinHash band layout of each namespace's keys, from its recorded policy recipe
+    (``minhash_bands``; a recipe without it signs with ``minhash.LAYOUT``, as
+    ``policies.policy_from_recipe`` reads it). A namespace whose recipe names no known layout
+    (none recorded, unreadable) gets every layout: deleting keys a row never had deletes
+    nothing, and no key of it stays behind."""
+    found = dict(
+        conn.execute(
+            sa.select(namespaces.c.id, namespaces.c.policy).where(namespaces.c.id.in_(ns_ids))
+        ).all()
+    )
+    out: dict[int, tuple[str, ...]] = {}
+    for ns in ns_ids:
+        try:
+            layout = json.loads(found[ns])["params"].get("minhash_bands", minhash.LAYOUT)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            layout = None
+        out[ns] = (layout,) if layout in minhash.LAYOUTS else tuple(minhash.LAYOUTS)
+    return out
 
 
 def remove(scope: Scope, key: str) -> bool:

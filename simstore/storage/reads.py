@@ -69,7 +69,7 @@ def kept_row(conn: Connection, scope: Scope, key: str) -> KeptRow | None:
     item = Item(key, from_signed(int(row.fp)), None, scope.max_distance, text=text, planned=True)
     if row.signature is not None:
         item.signature = bytes(row.signature)
-        item.band_keys = minhash.stored_band_keys([item.signature])[0]
+        item.band_keys = minhash.stored_band_keys([item.signature], scope.policy.minhash_bands)[0]
     return KeptRow(int(row.id), item, row.added_at)
 
 

@@ -81,6 +81,32 @@ _BYTE_SHIFT = np.uint32(24)
 
 _BAND_SEEDS = mix64(np.arange(BANDS, dtype=np.uint64) * GOLDEN + _SEED)  # one per band number
 
+LAYOUT = "16x4"  # BANDS x ROWS: every text's keys in a namespace of policy recipe 1
+# the band layouts a policy may record (``MinHashVerification.minhash_bands``): bands x values a
+# band, over the first bands x values of the signature. 24 x 3 (the default policy's since recipe
+# 2) makes a short text whose 3-gram Jaccard with a kept one is ~.55 (its 5-gram estimate
+# ~.35-.45) a candidate with p ~.97 where 16 x 4 gave ~.75 (the quality benchmark's tune half:
+# ``python -m benchmarks layouts --short``), for 8 keys more a text
+LAYOUTS: dict[str, tuple[int, int]] = {
+    "16x4": (16, 4),
+    "20x3": (20, 3),
+    "24x3": (24, 3),
+    "32x3": (32, 3),
+}
+
+
+def _layout_seeds(layout: str) -> npt.NDArray[np.uint64]:
+    """One seed per band number: 16 x 4's are the scheme's own; another layout's differ, so its
+    keys never equal a 16 x 4 key of the same bytes."""
+    bands, rows = LAYOUTS[layout]
+    if layout == LAYOUT:
+        return _BAND_SEEDS
+    tag = np.uint64((bands << 8 | rows) << 8)
+    return mix64((np.arange(bands, dtype=np.uint64) + tag) * GOLDEN + _SEED)
+
+
+_SEEDS = {layout: _layout_seeds(layout) for layout in LAYOUTS}
+
 
 def _pieces(texts: Sequence[str]) -> tuple[list[str], list[int]]:
     """Texts cut into pieces of at most GRAMS_PER_PASS grams (overlapping by NGRAM - 1 characters,
@@ -223,30 +249,47 @@ def _count_distinct(
     sizes[np.asarray(owners)[whole]] = distinct[whole]
 
 
-def band_keys(signed: Signatures) -> npt.NDArray[np.int64]:
-    """(n, BANDS) signed 32-bit keys (as int64): each band's ROWS bytes hashed with its number.
+def band_keys(signed: Signatures, layout: str = LAYOUT) -> npt.NDArray[np.int64]:
+    """(n, bands) signed 32-bit keys (as int64) under ``layout`` (``LAYOUTS``): each band's
+    values hashed with its number.
 
-    A band's four bytes are read as one 32-bit word (as stored); any good hash of it serves,
-    since two bands share a key only when their bytes are equal or by a 2**-32 chance.
+    A band's bytes are read as one little-endian word (four: as stored); any good hash of it
+    serves, since two bands share a key only when their bytes are equal or by a 2**-32 chance.
     """
-    whole = np.ascontiguousarray(signed, dtype=np.uint8).view("<u4")
-    words = whole.reshape(len(signed), VALUES // ROWS)[:, :BANDS]
-    keys: npt.NDArray[np.int64] = mix64(words.astype(np.uint64) ^ _BAND_SEEDS).view(np.int64)
+    bands, rows = check_layout(layout)
+    if rows == ROWS:
+        whole = np.ascontiguousarray(signed, dtype=np.uint8).view("<u4")
+        words = whole.reshape(len(signed), VALUES // ROWS)[:, :bands].astype(np.uint64)
+    else:
+        values = np.asarray(signed, dtype=np.uint64)[:, : bands * rows]
+        values = values.reshape(len(signed), bands, rows)
+        words = np.zeros((len(signed), bands), dtype=np.uint64)
+        for row in range(rows):
+            words |= values[:, :, row] << np.uint64(8 * row)
+    keys: npt.NDArray[np.int64] = mix64(words ^ _SEEDS[layout]).view(np.int64)
     high: npt.NDArray[np.int64] = keys >> np.int64(32)
     return high
 
 
-def distinct_band_keys(signed: Signatures) -> list[tuple[int, ...]]:
-    """Each signature's band keys, distinct and sorted, as a row's ``simstore_minhash`` rows
-    hold them (two bands with one key are one row)."""
-    return [tuple(sorted(set(keys))) for keys in band_keys(signed).tolist()]
+def check_layout(layout: object) -> tuple[int, int]:
+    """(bands, values a band) of a layout's name; ValueError for a name not in ``LAYOUTS``."""
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        raise ValueError(f"a MinHash band layout is one of {', '.join(LAYOUTS)}, not {layout!r}")
+    return LAYOUTS[layout]
 
 
-def stored_band_keys(stored: Sequence[bytes]) -> list[tuple[int, ...]]:
-    """``distinct_band_keys`` of stored signatures (``to_bytes``'s form)."""
+def distinct_band_keys(signed: Signatures, layout: str = LAYOUT) -> list[tuple[int, ...]]:
+    """Each signature's band keys under ``layout``, distinct and sorted, as a row's
+    ``simstore_minhash`` rows hold them (two bands with one key are one row)."""
+    return [tuple(sorted(set(keys))) for keys in band_keys(signed, layout).tolist()]
+
+
+def stored_band_keys(stored: Sequence[bytes], layout: str) -> list[tuple[int, ...]]:
+    """``distinct_band_keys`` of stored signatures (``to_bytes``'s form) under ``layout``, the
+    one the namespace's policy signs with (``MinHashVerification.minhash_bands``)."""
     if not stored:
         return []
-    return distinct_band_keys(np.stack([from_bytes(signature) for signature in stored]))
+    return distinct_band_keys(np.stack([from_bytes(signature) for signature in stored]), layout)
 
 
 def to_bytes(

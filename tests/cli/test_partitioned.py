@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from simstore.policy.policies import DEFAULT_POLICY
 from simstore.storage import migrate, partitions
 from simstore.store import SimStore
 from simstore.text import minhash
@@ -14,6 +15,8 @@ from tests.cli.test_commands import LONG_TEXT, Cli
 from tests.conftest import new_server_database
 
 WARNING = "but the database's partitions are dropped after"
+
+KEYS = minhash.LAYOUTS[DEFAULT_POLICY.minhash_bands][0]  # band keys a text (a key a band)
 
 
 def test_a_global_keep_within_the_databases_window_silences_its_warning(tmp_path: Path) -> None:
@@ -47,7 +50,7 @@ def test_a_global_keep_within_the_databases_window_silences_its_warning(tmp_path
     assert counted["tables"] == {
         "simstore_fingerprints": 2,
         "simstore_decisions": 1,
-        "simstore_minhash": 2 * minhash.BANDS,
+        "simstore_minhash": 2 * KEYS,
     }
     done = cli("--keep", "2d", "--json", "purge")
     assert done.returncode == 0, done.stderr
@@ -71,9 +74,9 @@ def test_a_purge_leaves_the_band_keys_of_other_namespaces_rows_it_does_not_drop(
     partitions.enable(url, interval="1d", keep="2d", now=now)
     purged = Cli(tmp_path, url)("--namespace", "a", "--keep", "2d", "--json", "purge")
     assert purged.returncode == 0, purged.stderr
-    assert json.loads(purged.stdout)["tables"]["simstore_minhash"] == minhash.BANDS  # a's row's
+    assert json.loads(purged.stdout)["tables"]["simstore_minhash"] == KEYS  # a's row's
     with SimStore(url, namespace="b") as store:  # no window: b's old row still matches
         assert [match.key for match in store.query(LONG_TEXT)] == ["b-old"]
         with store.engine.connect() as conn:
             left = len(stored_band_keys(conn, namespace="b"))
-    assert left == minhash.BANDS
+    assert left == KEYS

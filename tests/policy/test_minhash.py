@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 
 from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput
-from simstore.policy.policies import MinHashVerification
+from simstore.policy.policies import DEFAULT_POLICY, MinHashVerification
 from simstore.storage import _finder, schema
 from simstore.storage import _prepared as prepared
 from simstore.store import SimStore
@@ -34,6 +34,8 @@ from tests._workers import stored_band_keys
 from tests.conftest import StoreFactory
 
 WORDS = ["".join(random.Random(i).choices(string.ascii_lowercase, k=6)) for i in range(3000)]
+
+KEYS = minhash.LAYOUTS[DEFAULT_POLICY.minhash_bands][0]  # band keys a text (a key a band)
 
 
 def _sentence(rng: random.Random, words: int) -> str:
@@ -412,10 +414,10 @@ def test_remove_and_purge_take_the_band_keys_along(
     now = datetime(2030, 5, 1, 12, 0)
     store.add(SHORT, key="old", at=now - timedelta(days=2))
     store.add(LONG, key="gone", at=now)
-    assert _band_key_rows(engine, store.namespace) == 2 * minhash.BANDS
+    assert _band_key_rows(engine, store.namespace) == 2 * KEYS
     assert store.query(SHORT_EDIT, now=now) == []  # the old row is outside the window
     assert store.remove("gone")
-    assert _band_key_rows(engine, store.namespace) == minhash.BANDS
+    assert _band_key_rows(engine, store.namespace) == KEYS
     assert store.purge(now=now) == 1  # the old kept row, the record of its decision too
     assert _band_key_rows(engine, store.namespace) == 0
 

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
-from simstore.policy.policies import SimHashOnly
+from simstore.policy.policies import DEFAULT_POLICY, SimHashOnly
 from simstore.storage import migrate, partitions
 from simstore.storage.db import create_engine_for
 from simstore.store import SimStore
@@ -25,6 +25,8 @@ from tests.cli.test_commands import Cli
 from tests.conftest import new_server_database
 
 DAY0 = datetime(2026, 3, 1, 10, 0, 0)
+
+KEYS = minhash.LAYOUTS[DEFAULT_POLICY.minhash_bands][0]  # band keys a text (a key a band)
 
 
 def _partitioned_url() -> str:
@@ -106,11 +108,11 @@ def test_texts_in_dropped_partitions_take_their_band_keys_along() -> None:
         partitions_before = set(_names(url))
         for day, text in enumerate(texts):
             assert store.add(text, key=f"day{day}", at=DAY0 + timedelta(days=day)).inserted
-        assert _band_key_rows(url) == 3 * minhash.BANDS  # a key a band
+        assert _band_key_rows(url) == 3 * KEYS  # a key a band
         store.purge(now=DAY0 + timedelta(days=3))  # day 0 (its whole partition) is past the window
         assert store.get("day0") is None and store.get("day1") is not None
         assert partitions_before - set(_names(url))  # day 0 left by DROP, not by deletes
-        assert _band_key_rows(url) == 2 * minhash.BANDS
+        assert _band_key_rows(url) == 2 * KEYS
         repost = "RT @citynews: " + texts[2]
         decision = store.add(repost, key="repost", at=DAY0 + timedelta(days=3))
         assert decision.duplicate_of is not None and decision.duplicate_of.key == "day2"

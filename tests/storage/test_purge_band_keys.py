@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from simstore.policy import batch
+from simstore.policy.policies import DEFAULT_POLICY
 from simstore.storage import migrate
 from simstore.storage.schema import fingerprints, minhash_keys
 from simstore.store import SimStore
@@ -30,6 +31,8 @@ WORDS = [
     "bridge",
     "market",
 ]
+
+KEYS = minhash.LAYOUTS[DEFAULT_POLICY.minhash_bands][0]  # band keys a text (a key a band)
 
 
 def _text(i: int) -> str:
@@ -57,7 +60,7 @@ def test_purge_and_remove_leave_no_band_keys_behind(tmp_path: object) -> None:
         kept = sum(decision.inserted for decision in store.add_many(items, batch_size=7))
         assert kept == 60
         _orphans, before = _orphans_and_rows(store)
-        assert before >= 60 * (minhash.BANDS - 4)  # a key a band, but for the odd repeat
+        assert before >= 60 * (KEYS - 4)  # a key a band, but for the odd repeat
         assert (
             store.purge(now=DAY1 + timedelta(days=2)) == 30
         )  # 30 kept rows (their own decisions' records)
