@@ -11,7 +11,10 @@ connection dies after the server committed and before its answer arrived.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import random
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -139,3 +142,72 @@ def test_a_batch_whose_commit_was_lost_is_not_written_as_checked(
     assert "was not written" in str(failed.value) and "checked" in str(failed.value)
     assert failed.value.committed == 0
     assert all(store.get(f"k{i}") is None for i in range(len(TEXTS)))
+
+
+@pytest.mark.slow  # seconds of adds under random kills, per server
+def test_random_kills_never_make_a_false_claim(server_url: str) -> None:
+    """Adds and batches while another thread kills the store's connections at random moments
+    (any statement, the COMMIT among them): afterwards every add that returned is in the
+    database, and none that raised an error is there unless the error said "unknown"."""
+    url = make_url(server_url)
+    mysql = conn_is_mysql(server_url)
+    admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
+    others = (
+        "SELECT id FROM information_schema.processlist WHERE db = :d AND id <> CONNECTION_ID()"
+        if mysql
+        else "SELECT pid FROM pg_stat_activity WHERE datname = :d AND pid <> pg_backend_pid()"
+    )
+    kill = "KILL CONNECTION {}" if mysql else "SELECT pg_terminate_backend({})"
+    stop = threading.Event()
+    kills = 0
+
+    def killer() -> None:
+        nonlocal kills
+        chance = random.Random(55)
+        with admin.connect() as conn:
+            while not stop.is_set():
+                time.sleep(chance.uniform(0.005, 0.05))
+                found = conn.execute(sa.text(others), {"d": url.database}).scalars().all()
+                if found:
+                    with contextlib.suppress(sa.exc.DBAPIError):  # it had gone already
+                        conn.exec_driver_sql(kill.format(int(chance.choice(found))))
+                        kills += 1
+
+    namespace = f"kills-{uuid.uuid4().hex[:8]}"
+    store = SimStore(server_url, namespace=namespace)
+    claims: list[tuple[list[str], str]] = []
+    thread = threading.Thread(target=killer)
+    thread.start()
+    try:
+        end, n = time.monotonic() + 10, 0
+        while time.monotonic() < end:
+            n += 1
+            keys = [f"a{n}"] if n % 2 else [f"b{n}-{i}" for i in range(20)]
+            texts = [(key, f"text {key} {uuid.uuid4().hex} about the ferry") for key in keys]
+            try:
+                if len(keys) == 1:
+                    store.add(texts[0][1], key=keys[0])
+                else:
+                    list(store.add_many(texts))
+                claims.append((keys, "written"))
+            except (DatabaseUnavailable, BatchFailed) as error:
+                said = str(error)
+                unknown = "unknown" in said or "may or may not" in said
+                # an error that does not say "unknown" says the write failed
+                claims.append((keys, "unknown" if unknown else "not written"))
+    finally:
+        stop.set()
+        thread.join()
+        store.close()
+        admin.dispose()
+    assert kills > 10  # the run met kills
+    checked = SimStore(server_url, namespace=namespace)
+    try:
+        for keys, said in claims:
+            there = [checked.get(key) is not None for key in keys]
+            if said == "written":
+                assert all(there), keys
+            if said == "not written":
+                assert not any(there), keys  # never "not written" unless known
+    finally:
+        checked.close()
