@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, quote_plus
+from urllib.parse import parse_qsl, quote, quote_plus, unquote
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc
@@ -220,9 +220,10 @@ def create_engine_for(url: str | URL) -> Engine:
         kwargs["connect_args"] = {"timeout": busy_timeout, "check_same_thread": False}
         if memory:
             kwargs["poolclass"] = StaticPool
-        elif not Path(database).parent.exists():
+        elif not _sqlite_path(database).parent.exists():
             raise DatabaseUnavailable(
-                f"cannot open {redact(parsed)}: folder {Path(database).parent} does not exist"
+                f"cannot open {redact(parsed)}: folder {_sqlite_path(database).parent} does not "
+                "exist"
             )
         else:
             # SimStore keeps one connection per thread that uses it (SimStore._kept_connection):
@@ -272,6 +273,13 @@ def _connect(
         if isinstance(error, dialect.loaded_dbapi.Error):
             raise  # the driver's own errors are translated by translate_errors
         raise InvalidInput(_bad_arguments(url, error)) from error
+
+
+def _sqlite_path(database: str) -> Path:
+    """The file a SQLite database names, also as a URI filename (``file:/path/a.db``)."""
+    if database.startswith("file:"):
+        return Path(unquote(database[len("file:") :].split("?", 1)[0]))
+    return Path(database)
 
 
 def read_only_sqlite(parsed: URL, database: str) -> URL | None:

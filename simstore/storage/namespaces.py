@@ -149,9 +149,9 @@ def open_namespace(
                 _record_policy(connections, int(row.id), first, recipe_of(first, max_distance))
                 continue
             adopted, radius = _adopt_policy(row.policy, policy, max_distance, name, connections.url)
-            if adopted.decides_texts_by_distance and recorded_radius(row.policy) is None:
-                _record_radius(connections, row, adopted, radius)
-                continue
+            unrecorded = adopted.decides_texts_by_distance and recorded_radius(row.policy) is None
+            if unrecorded and _record_radius(connections, row, adopted, radius):
+                continue  # read it back: another store may have recorded its radius first
             return Namespace(int(row.id), name, preset, adopted, int(row.partition_seconds), radius)
         chosen = requested or get_preset("default")
         try:
@@ -253,22 +253,28 @@ def _record_policy(connections: Connections, ns_id: int, policy: Policy, recipe:
         )
 
 
-def _record_radius(connections: Connections, row: Any, policy: Policy, radius: int) -> None:
+def _record_radius(connections: Connections, row: Any, policy: Policy, radius: int) -> bool:
     """Record the radius in the recipe of a namespace that has none (only if the recipe is still
     the one read: a store that recorded another radius first wins, and this one is then checked
-    against it)."""
+    against it). False when the database cannot be written (a read-only file): this store then
+    decides with its radius, and the first store that can write records one."""
     log.warning(
         "namespace %r records no max_distance (made by simstore 0.4.0 or earlier): recording "
         "%d, this store's, which every later store must use",
         row.name,
         radius,
     )
-    with connections.transaction() as conn:
-        conn.execute(
-            sa.update(namespaces)
-            .where(namespaces.c.id == row.id, namespaces.c.policy == row.policy)
-            .values(policy=recipe_of(policy, radius))
-        )
+    try:
+        with connections.transaction() as conn:
+            conn.execute(
+                sa.update(namespaces)
+                .where(namespaces.c.id == row.id, namespaces.c.policy == row.policy)
+                .values(policy=recipe_of(policy, radius))
+            )
+    except DatabaseUnavailable as error:
+        log.warning("could not record the radius of namespace %r: %s", row.name, error)
+        return False
+    return True
 
 
 def _shown(value: object) -> str:

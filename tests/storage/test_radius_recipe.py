@@ -134,3 +134,21 @@ def test_ingest_with_a_wider_radius_is_refused_from_the_command_line(tmp_path: P
     query = run("--json", "--namespace", "n", "query", "--max-distance", "30", UNRELATED[0])
     assert query.returncode == 0, query.stderr
     assert json.loads(query.stdout)["matches"][0]["key"] == "u0"
+
+
+def test_a_read_only_database_without_a_recorded_radius_still_opens(tmp_path: Path) -> None:
+    from simstore.store import SimStore
+
+    path = tmp_path / "store.db"
+    with SimStore(f"sqlite:///{path}", policy="simhash", max_distance=5) as made:
+        made.add(UNRELATED[0], key="a")
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:  # as simstore 0.4.0 recorded it: no radius
+        recipe = json.loads(conn.execute(sa.select(namespaces.c.policy)).scalar_one())
+        del recipe["max_distance"]
+        conn.execute(sa.update(namespaces).values(policy=json.dumps(recipe)))
+    engine.dispose()
+    read_only = f"sqlite:///file:{path}?mode=ro&uri=true"
+    with SimStore(read_only, max_distance=5) as store:  # cannot record it: decides with its own
+        assert store.max_distance == 5
+        assert [match.key for match in store.query(UNRELATED[0])] == ["a"]
