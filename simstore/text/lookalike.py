@@ -216,8 +216,11 @@ def identity_swaps(
     recurring = Counter(gaps)
     joined = "".join(left)
     words: list[Swap] = []  # CJK words replaced: only more than one place tells (see above)
-    for (a, b), at in zip(gaps, starts, strict=True):
+    last = len(gaps) - 1
+    for index, ((a, b), at) in enumerate(zip(gaps, starts, strict=True)):
         why = _judge(a, b, ctx, typos, numbers, recurring, left_counts, right_counts, joined, at)
+        if why in ("words", "phrase") and index == last and at + len(b) == len(right):
+            continue  # the end: a marker put for the text cut short (未完), a sign-off
         if why is not None:
             glue = "" if why == "words" else " "  # CJK characters are written together
             (words if why == "words" else swaps).append(Swap(glue.join(a), glue.join(b), why))
@@ -415,7 +418,11 @@ def _top_swap(old: Sequence[str], new: Sequence[str]) -> Swap | None:
         if came in old_counts:
             continue
         for gone, was in old_counts.items():
-            if new_counts.get(gone, 0) == was - count and (gone in new_counts or was == count):
+            # all of its places; some of them only for an identifier (lspci in lspci(8) too)
+            partial = _has_symbol(came) or _has_symbol(gone)
+            if new_counts.get(gone, 0) == was - count and (
+                (was == count and gone not in new_counts) or (partial and gone in new_counts)
+            ):
                 return Swap(gone, came, "recurring")
     return None
 
