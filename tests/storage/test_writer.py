@@ -7,6 +7,7 @@ store's radius is 3); what was written is read back from the tables.
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timezone
 
 import pytest
@@ -14,7 +15,7 @@ import sqlalchemy as sa
 
 from simstore.errors import BatchFailed, KeyConflict
 from simstore.results import Decision
-from simstore.storage.schema import decisions, fingerprints, namespaces
+from simstore.storage.schema import decisions, fingerprints
 from simstore.store import SimStore
 from tests.conftest import StoreFactory
 
@@ -29,9 +30,7 @@ AT = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 def written(store: SimStore) -> tuple[dict[str, int], dict[str, str]]:
     """(kept key -> fingerprint, duplicate key -> the kept key it was recorded against)."""
     with store.engine.connect() as conn:
-        ns = conn.execute(
-            sa.select(namespaces.c.id).where(namespaces.c.name == store.namespace)
-        ).scalar_one()
+        ns = store.ns_id
         kept = conn.execute(
             sa.select(fingerprints.c.key, fingerprints.c.fp).where(fingerprints.c.ns_id == ns)
         ).all()
@@ -70,8 +69,9 @@ def test_a_batch_is_decided_and_written_in_input_order(make_store: StoreFactory)
 
 def test_one_batch_decides_as_adds_one_at_a_time(make_store: StoreFactory) -> None:
     items = [("a", A), ("e", E), ("b", B), ("c", C), ("d", D)]
-    batched = make_store(namespace="batched")
-    one_by_one = make_store(namespace="one-by-one")
+    run = uuid.uuid4().hex[:8]  # the server databases are shared by the tests running at once
+    batched = make_store(namespace=f"batched-{run}")
+    one_by_one = make_store(namespace=f"one-by-one-{run}")
     many = list(batched.add_many([{"key": k, "fingerprint": f} for k, f in items], at=AT))
     single = [one_by_one.add(key=k, fingerprint=f, at=AT) for k, f in items]
     assert outcome(many) == outcome(single)
