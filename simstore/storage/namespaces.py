@@ -16,6 +16,7 @@ not even create a missing file), ``listed(bind)`` lists them with their counts, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -145,7 +146,7 @@ def open_namespace(
         if row is not None:
             preset = _adopt(row, requested, name, connections.url)
             if row.policy is None:  # made by 0.3 with unsigned rows: record the first policy
-                first = policy or DEFAULT_POLICY
+                first = _kept_layout(policy or DEFAULT_POLICY)
                 _record_policy(connections, int(row.id), first, recipe_of(first, max_distance))
                 continue
             adopted, radius = _adopt_policy(row.policy, policy, max_distance, name, connections.url)
@@ -292,6 +293,15 @@ def _differences(stored: Policy, requested: Policy) -> list[str]:
         for option in sorted(set(mine) | set(theirs))
         if mine.get(option) != theirs.get(option)
     ]
+
+
+def _kept_layout(policy: Policy) -> Policy:
+    """``policy`` with the MinHash band layout of the rows a namespace kept before it recorded a
+    policy (16 x 4: their band keys are those), when it signs with another; a store that asked
+    for another layout is then refused, as for any other recorded option."""
+    if policy.minhash_bands == minhash.LAYOUT or not dataclasses.is_dataclass(policy):
+        return policy
+    return dataclasses.replace(policy, minhash_bands=minhash.LAYOUT)
 
 
 def _adopt_policy(

@@ -9,7 +9,9 @@ similar texts share with high probability and two unrelated ones almost never, s
 index seeks on a side table finds the candidates.
 
 The scheme is fixed (it is stored): 96 values over character 5-grams of the normalised text; the
-first 64 make 16 bands of 4 values, and all 96 make the estimate. It and the policy's thresholds
+first 64 make 16 bands of 4 values, and all 96 make the estimate. A policy may record another
+band layout of the same values (``LAYOUTS``; the default policy's is 24 bands of 3 values, so
+that short texts at the 3-gram threshold are candidates). It and the policy's thresholds
 were chosen on the labelled pairs of ``benchmarks/quality/`` (``candidates.py``); changing
 anything here means a new scheme version. Until scheme v3 all 96 values made 24 bands: 16 keep
 the same precision for a third fewer keys (each ~15-17 bytes a text on SQLite, ~40 in
