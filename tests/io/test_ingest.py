@@ -19,7 +19,7 @@ FERRY = (
     "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
     "north pier between six and nine in the morning, and every half hour for the rest of the day."
 )
-FERRY_EDITED = FERRY.replace("Monday", "Tuesday")
+FERRY_EDITED = FERRY.replace("boats leave", "the boats will leave")  # an edit, not a new date
 LIBRARY = (
     "The city library opens a reading room on the third floor with forty desks, long opening "
     "hours on weekdays and a quiet corner for children's homework after school."
