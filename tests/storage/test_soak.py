@@ -94,6 +94,11 @@ def _collect(source: Any, count: int, children: list[Any]) -> list[Any]:
         except queue.Empty:
             dead = [child.exitcode for child in children if child.exitcode not in (None, 0)]
             assert not dead, f"a soak process died without reporting: exit codes {dead}"
+            if all(child.exitcode is not None for child in children):  # every one has ended
+                with contextlib.suppress(queue.Empty):
+                    while len(got) < count:
+                        got.append(source.get(timeout=5))  # what they put before they ended
+                assert len(got) == count, f"the soak processes ended with {len(got)} reports"
     return got
 
 
