@@ -26,18 +26,10 @@ from tests._workers import random_text
 DEADLINE = 60.0  # seconds
 
 
-def _page_size(store: SimStore) -> int:
+def _pragma(store: SimStore, name: str) -> int:
     raw = store.engine.raw_connection()
     try:
-        return int(raw.cursor().execute("PRAGMA page_size").fetchone()[0])
-    finally:
-        raw.close()
-
-
-def _autocheckpoint(store: SimStore) -> int:
-    raw = store.engine.raw_connection()
-    try:
-        return int(raw.cursor().execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+        return int(raw.cursor().execute(f"PRAGMA {name}").fetchone()[0])
     finally:
         raw.close()
 
@@ -56,7 +48,7 @@ def test_the_thread_copies_the_log_into_the_file_once_it_passes_its_threshold(
     path = tmp_path / "wal.db"
     store = SimStore(f"sqlite:///{path}")
     try:
-        assert _autocheckpoint(store) == Checkpointer.SAFETY_PAGES  # the commits leave it be
+        assert _pragma(store, "wal_autocheckpoint") == Checkpointer.SAFETY_PAGES  # the commits leave it be
         assert any(t.name == "simstore-checkpoint" for t in threading.enumerate())
         size = path.stat().st_size
         _burst(store, 0, 300)  # ~1 MiB of log: past the thread's threshold
@@ -89,8 +81,8 @@ def test_under_sustained_writes_the_commits_keep_the_log_bounded(
     path = tmp_path / "wal.db"
     store = SimStore(f"sqlite:///{path}")
     try:
-        assert _autocheckpoint(store) == 1_000
-        bound = 3 * Checkpointer.SAFETY_PAGES * _page_size(store)
+        assert _pragma(store, "wal_autocheckpoint") == 1_000
+        bound = 3 * Checkpointer.SAFETY_PAGES * _pragma(store, "page_size")
         size = path.stat().st_size
         _burst(store, 0, 1_000)
         started = time.monotonic()
