@@ -48,7 +48,8 @@ def test_the_thread_copies_the_log_into_the_file_once_it_passes_its_threshold(
     path = tmp_path / "wal.db"
     store = SimStore(f"sqlite:///{path}")
     try:
-        assert _pragma(store, "wal_autocheckpoint") == Checkpointer.SAFETY_PAGES  # the commits leave it be
+        # the commits leave the log to the thread up to SAFETY_PAGES
+        assert _pragma(store, "wal_autocheckpoint") == Checkpointer.SAFETY_PAGES
         assert any(t.name == "simstore-checkpoint" for t in threading.enumerate())
         size = path.stat().st_size
         _burst(store, 0, 300)  # ~1 MiB of log: past the thread's threshold
