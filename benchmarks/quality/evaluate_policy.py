@@ -359,7 +359,8 @@ def diagnose(pairs: Sequence[Pair], predicted: Sequence[bool], policy: Any) -> d
         }
     report["false_merges_median_j5"] = statistics.median(every) if every else None
     texts = [normal(t) for pair in misses for t in (pair.a, pair.b)]
-    keys = minhash.band_keys(minhash.signatures(texts)) if texts else []
+    layout = getattr(policy, "minhash_bands", minhash.LAYOUT)  # the keys the policy stores
+    keys = minhash.band_keys(minhash.signatures(texts), layout) if texts else []
     never: Counter[str] = Counter()
     total: Counter[str] = Counter()
     j5_never: list[float] = []
