@@ -84,9 +84,11 @@ def _waiting_for_a_lock(conn: Connection, database: str | None) -> bool:
     else:
         found = conn.execute(
             sa.text(
-                "SELECT count(*) FROM information_schema.innodb_trx t "
-                "JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id "
-                "WHERE t.trx_state = 'LOCK WAIT' AND p.db = :db"
+                # a locking read still running is waiting: the holder's lock cannot be had
+                "SELECT count(*) FROM information_schema.processlist p "
+                "LEFT JOIN information_schema.innodb_trx t ON p.id = t.trx_mysql_thread_id "
+                "WHERE p.db = :db AND p.id <> CONNECTION_ID() AND (t.trx_state = 'LOCK WAIT' "
+                "OR (p.command = 'Query' AND p.info LIKE '%FOR UPDATE%'))"
             ),
             {"db": database},
         ).scalar_one()
@@ -110,7 +112,8 @@ def _second_add_waits_for_the_first(
     namespace = f"lock-{uuid.uuid4().hex[:8]}"
     SimStore(url, namespace=namespace, auto_upgrade=True).close()  # committed: both see it
     engine = create_engine_for(url)
-    watcher = create_engine_for(url)
+    # the server's own view, through a plain engine (none of simstore's session set-up)
+    watcher = sa.create_engine(url, isolation_level="AUTOCOMMIT")
     output = tmp_path / "second.out"
     try:
         kind, value = second
