@@ -49,7 +49,7 @@ def test_flask_warns_about_a_misspelled_setting(
     assert "SIMSTORE_URL is not" not in caplog.text
 
 
-SQLITE = {"ENGINE": "django.db.backends.sqlite3", "NAME": "site.db"}
+SQLITE: dict[str, object] = {"ENGINE": "django.db.backends.sqlite3", "NAME": "site.db"}
 
 
 @pytest.mark.parametrize(
