@@ -46,7 +46,7 @@ from simstore.policy import batch
 from simstore.policy.batch import Edge, Verdict
 from simstore.policy.policies import DEFAULT_POLICY
 from simstore.store import SimStore
-from simstore.text.minhash import BANDS, SIZED_BYTES, VALUES
+from simstore.text.minhash import LAYOUTS, SIZED_BYTES, VALUES
 
 from ..common import corpus
 from ..common.corpus import STEP, compose, moment, step
@@ -57,6 +57,8 @@ PIECE = 1 << 24  # band-key rows a numpy pass reads at once (at 50M texts they a
 BUCKETS = 16  # ranges of new texts whose candidate pairs are counted apart
 SIGNATURE_PAIRS = 1 << 20  # raw pairs whose signatures are compared at once (2 x 96 MB)
 _KEY_OFFSET = 2**31  # band keys are signed 32-bit values (simstore.text.minhash.band_keys)
+
+BANDS = LAYOUTS[DEFAULT_POLICY.minhash_bands][0]  # the default policy's keys a text
 
 
 def sign_chunk(first: int, count: int) -> dict[str, Any]:
