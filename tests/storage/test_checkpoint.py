@@ -65,11 +65,6 @@ def test_the_thread_copies_the_log_into_the_file_once_it_passes_its_threshold(
 
 @pytest.mark.slow
 @pytest.mark.soak
-@pytest.mark.xfail(
-    strict=True,  # passes, and so fails here, once the log is bounded: then drop this mark
-    reason="under sustained add_many the log grows past SAFETY_PAGES without bound: at the "
-    "default thresholds 60,000 adds of distinct texts left a 191 MiB log beside a 43 MiB file",
-)
 def test_under_sustained_writes_the_commits_keep_the_log_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
