@@ -6,9 +6,9 @@ and there, typos, insertions and deletions. ``identity_swaps`` aligns the two te
 longest common subsequence, rapidfuzz) and judges each place where both sides hold other tokens
 by what differs there:
 
-- its size: more than ``MAX_SWAP`` tokens on a side (twice that in CJK characters), or one side
-  more than twice the other's, is a passage rewritten or moved: an edit; so is a place whose
-  tokens all occur elsewhere in the other text (moved words);
+- its size: more than ``MAX_SWAP`` tokens on a side, or one side more than twice the other's,
+  is a passage rewritten or moved: an edit, unless numbers of one shape or identifiers stand for
+  others there; so is a place whose tokens all occur elsewhere in the other text (moved words);
 - its form: a number (digits, a CJK numeral), even one edit apart (``libfoo1``, ``libfoo2``):
   identity; the same letters with other symbols (``c`` and ``c++``, ``net`` and ``.net``):
   identity; the same letters broken at another hyphen or space: layout, an edit;
@@ -19,17 +19,23 @@ by what differs there:
   name, identity;
 - the same words replaced by the same words at each of two or more places (none left as it was):
   a template filled in, identity;
-- Chinese or Japanese words (two characters or more) replaced at more than ``MAX_CJK_WORDS``
-  places: with no capitals to tell a name from a word, nothing tells a fill from an edit, and
-  precision wins: identity;
-- anything else (ordinary words replaced once here and there): an edit.
+- Chinese or Japanese words (more than one character for one) replaced at more than
+  ``MAX_CJK_WORDS`` places: with no capitals to tell a name from a word, nothing tells a fill
+  from an edit, and precision wins: identity;
+- two words or more for two words or more (``hiking boots``, ``robot vacuum``): a template's
+  slot, identity; so is the text's first word put for another (what it is about: a package, a
+  command);
+- anything else (ordinary words replaced once here and there): an edit; so are words or a
+  phrase put for the last words of a text (a marker of a copy cut short, a sign-off).
 
 Numbers are judged over the whole texts as well: one text holding a number the other lacks while
 the other holds a number the first lacks is a number swap wherever the two stand.
 
-``sketch`` and ``sketch_swaps`` carry the number rule to texts too long to keep whole: a bottom-k
-sample (by hash) of a text's tokens with digits, which two sketches compare exactly over the part
-of the hash range both cover.
+``sketch`` and ``sketch_swaps`` carry the rule to texts too long to keep whole (a signature keeps
+a sketch): bottom-k samples (by hash) of the text's numbers, compared exactly over the part of the
+hash range both cover; a sample of its names (one name for one name); its most frequent names
+and identifiers with their counts (one put for another at every place: a command swapped through
+its man page).
 """
 
 from __future__ import annotations
