@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput, InvalidType
 from simstore.policy import batch
+from simstore.policy._minhash_policy import _cjk_characters
 from simstore.policy.policies import (
     DEFAULT_POLICY,
     Item,
@@ -31,7 +32,6 @@ from simstore.policy.policies import (
     Policy,
     SimHashOnly,
     SimHashVerification,
-    _cjk_characters,
     check_policy,
     strip_markup,
 )
