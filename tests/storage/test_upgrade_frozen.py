@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from simstore import from_hex
 from simstore.cli import main
 from simstore.policy import batch
+from simstore.policy.policies import policy_from_recipe
 from simstore.storage import migrate, schema
 from simstore.store import SimStore
 from simstore.text import minhash
@@ -120,9 +121,22 @@ def test_a_frozen_sqlite_database_is_upgraded_and_keeps_its_rows(
     assert _differences_from_the_models(url) == []
 
 
+# the default policy as simstore 0.3 made it, which migration 0012 records for namespaces whose
+# rows are all signed (its DEFAULT_RECIPE_03); the rows of a namespace that records none were
+# signed by that code too
+VERSION_1_DEFAULT = (
+    '{"params":{"cjk_long_threshold":0.65,"fold_traditional":false,"long_threshold":0.75,'
+    '"max_replaced":1,"measure":"jaccard","min_bands":2,"numbers_matter":true,"prefilter":0.35,'
+    '"short_length":300,"short_min_bands":1,"strip_markup":true,"strip_social":false,'
+    '"threshold":0.55},"policy":"minhash","recipe":1}'
+)
+
+
 def signed_rows_as_made_now(url: str, manifest: dict[str, Any]) -> int:
     """Check that every signed row of the default preset's namespaces has the signature values
-    and band keys ``simstore.policy.batch.sign`` makes of its text today (a migration that
+    and band keys ``simstore.policy.batch.sign`` makes of its text today under the policy the
+    namespace records (a frozen namespace decides by its own recipe, not today's default; one
+    that records none by the version-1 default, whose rows they are) (a migration that
     converts signatures must convert them to exactly these; rows written before signatures
     carried their text's size have none, and a size that is there is today's); the number of rows
     checked."""
@@ -130,6 +144,8 @@ def signed_rows_as_made_now(url: str, manifest: dict[str, Any]) -> int:
     checked = 0
     try:
         with engine.connect() as conn:
+            columns = sa.inspect(conn).get_columns(schema.namespaces.name)
+            has_policy = any(column["name"] == "policy" for column in columns)
             for namespace in manifest["namespaces"]:
                 texts = {i["key"]: i["text"] for i in namespace["items"] if i["inserted"]}
                 rows = conn.execute(
@@ -141,8 +157,18 @@ def signed_rows_as_made_now(url: str, manifest: dict[str, Any]) -> int:
                         schema.fingerprints.c.signature.is_not(None),
                     )
                 ).all()
+                recorded = None  # a schema before 0012 records no policy
+                if has_policy:
+                    recorded = conn.execute(
+                        sa.select(schema.namespaces.c.policy).where(
+                            schema.namespaces.c.name == namespace["name"]
+                        )
+                    ).scalar_one()
+                policy = policy_from_recipe(recorded or VERSION_1_DEFAULT)
                 for row_id, key, signature in rows:
-                    [item] = batch.sign([texts[key]], preset=namespace["preset"].split("@")[0])
+                    [item] = batch.sign(
+                        [texts[key]], preset=namespace["preset"].split("@")[0], policy=policy
+                    )
                     assert item.signature is not None
                     values = minhash.VALUES
                     assert bytes(signature)[:values] == item.signature[:values], key
