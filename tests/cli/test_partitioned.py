@@ -23,11 +23,12 @@ def test_a_global_keep_within_the_databases_window_silences_its_warning(tmp_path
     url = new_server_database("postgresql")
     migrate.upgrade(url)
     now = datetime.now(timezone.utc).replace(tzinfo=None)
-    with SimStore(url, keep="2d") as store:  # rows from before the window, then partitions
-        for n in range(3):
-            store.add(
-                f"{n} {LONG_TEXT}"[:: 1 if n % 2 else -1], key=f"old{n}", at=now - timedelta(days=5)
-            )
+    # rows from before the window, then partitions: the third text is the first re-sent (the
+    # same after normalisation: a duplicate), the second another text
+    old = [LONG_TEXT[::-1], f"1 {LONG_TEXT}", f"{LONG_TEXT[::-1]}!"]
+    with SimStore(url, keep="2d") as store:
+        for n, text in enumerate(old):
+            store.add(text, key=f"old{n}", at=now - timedelta(days=5))
     partitions.enable(url, interval="1d", keep="2d", now=now)
     with SimStore(url, keep="2d") as store:
         store.add(LONG_TEXT, key="a")
