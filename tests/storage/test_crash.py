@@ -75,7 +75,9 @@ def _writing(url: str) -> bool:
             sql = (
                 "SELECT count(*) FROM information_schema.innodb_trx t "
                 "JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id "
-                "WHERE t.trx_rows_modified > 0 AND p.db = DATABASE()"
+                # a batch holds the namespace row FOR UPDATE from its first statement: locked
+                # rows count, not only written ones (whose moment, the INSERT, is short)
+                "WHERE (t.trx_rows_modified > 0 OR t.trx_rows_locked > 0) AND p.db = DATABASE()"
             )
             return bool(conn.exec_driver_sql(sql).scalar())
     finally:

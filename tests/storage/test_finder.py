@@ -8,6 +8,7 @@ how many MinHash band keys two texts share are read off ``fingerprint`` and
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -91,7 +92,8 @@ def test_a_short_edit_with_no_band_in_common_is_found_by_its_minhash_band_keys(
     decision = store.add(EDITED, key="edited", at=AT)
     assert decision.duplicate_of is not None and decision.duplicate_of.key == "post"
     # the same pair under SimHash alone: no shared band, no band keys, nothing found
-    plain = make_store(namespace="plain", policy="simhash")
+    # a name of its own: the server databases are shared by the tests running at once
+    plain = make_store(namespace=f"plain-{uuid.uuid4().hex[:8]}", policy="simhash")
     plain.add(POST, key="post", at=AT)
     assert plain.query(EDITED, now=AT) == []
 

@@ -224,6 +224,7 @@ def test_a_recipe_recorded_before_an_option_existed_keeps_its_rule() -> None:
         opening_length=None,
         keep_symbols=False,
         identity_rule=False,
+        minhash_bands="16x4",  # the layout before it was an option
     )
     # a namespace made once typos and containment existed, before long texts' containment:
     # its long texts are still decided by the estimate alone
