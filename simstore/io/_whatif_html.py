@@ -27,7 +27,7 @@ SECTIONS = (
 def _verdict(verdict: Verdict) -> str:
     if verdict.kept:
         return "kept"
-    score = "" if verdict.score is None else f" {verdict.measure} {verdict.score:.3f}"
+    score = "" if verdict.score is None else f", {verdict.measure} {verdict.score:.3f}"
     return f"duplicate of {verdict.duplicate_of} (distance {verdict.distance}{score})"
 
 
@@ -62,7 +62,7 @@ def _counts(result: WhatIf) -> str:
         f"proposal, make a new namespace with <code>simstore --namespace NEW {_e(command)} "
         "ingest ...</code>.</p>"
     )
-    return f"{cards}{table}<h3>Changed options</h3>{changed}{note}"
+    return f'<div class="cards">{cards}</div>{table}<h3>Changed options</h3>{changed}{note}'
 
 
 def _flip(result: WhatIf, flip: Flip) -> str:

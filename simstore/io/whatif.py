@@ -4,6 +4,7 @@ in the report's style (``simstore.io._whatif_html``)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from simstore.io._whatif_html import page, summary_lines
@@ -31,7 +32,7 @@ def write(
     namespace: str,
     preset: str,
     source: str,
-    inputs: dict[str, str] | None = None,
+    inputs: Mapping[str, str] | None = None,
 ) -> str:
     """``render`` written to ``path`` (refused when it is the database file or an input;
     replaced whole, never left half-written); the page is returned."""

@@ -140,7 +140,8 @@ def test_whatif_shows_the_flips_both_ways_and_the_options_of_a_new_namespace(
     sampled = cli("--threshold", "0.45", "whatif", "--sample", "100")
     assert sampled.returncode == 0, sampled.stderr
     assert f"{len(merged)} would become duplicates" in sampled.stdout
-    assert "the latest" in sampled.stdout and "--policy-option threshold=0.45" in sampled.stdout
+    assert "latest kept texts" in sampled.stdout
+    assert "--policy-option threshold=0.45" in sampled.stdout
     assert contents(cli.url) == before
 
 

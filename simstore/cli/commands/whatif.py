@@ -158,7 +158,7 @@ def whatif(
         else:
             rejected = []
             result = store.whatif(policy=settings.policy, options=options, sample=sample)
-            source = f"the latest {result.records:,} kept texts of the namespace"
+            source = "the namespace's latest kept texts"
         if report_path is not None:
             page.write(result, report_path, database=settings.url, namespace=settings.namespace,
                        preset=store.preset.label, source=source, inputs=inputs)  # fmt: skip
