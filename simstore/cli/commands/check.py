@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
-from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,11 +17,16 @@ from simstore.errors import InvalidInput
 from simstore.io.ingest import Rejected
 from simstore.io.outputs import check_paths
 from simstore.io.records import InputOptions, Record, read_records
+from simstore.policy.batch import plan_items
 from simstore.results import Match
+
+if TYPE_CHECKING:
+    from simstore.store import SimStore
 
 CHECK_FIELDS = ("decision", "duplicate_of", "distance", "measure", "score")
 """The fields of a line after the key: those of ``spark dedup --dups`` and a decision."""
 OUT_FORMATS = ("jsonl", "csv")
+T = TypeVar("T")
 
 
 def _out_format(path: str, given: str | None) -> str:
@@ -42,7 +47,24 @@ def check_row(key_field: str, key: str, match: Match | None) -> dict[str, Any]:
     }
 
 
-def _unique(records: list[Record]) -> list[Record]:
+def _rows(
+    records: list[Record], best: dict[str, Match | None], key_field: str
+) -> list[dict[str, Any]]:
+    """A line per record; a key again (a copy of a text keyed by its text) is what its first
+    record was, or when that one is new an exact duplicate of it, as ``dedup`` writes it."""
+    seen: set[str] = set()
+    rows = []
+    for record in records:
+        row = check_row(key_field, record.key, best[record.key])
+        if record.key in seen and best[record.key] is None:
+            row |= {"decision": "duplicate", "duplicate_of": record.key, "distance": 0,
+                    "measure": "exact", "score": 1.0}  # fmt: skip
+        seen.add(record.key)
+        rows.append(row)
+    return rows
+
+
+def first_of_each_key(records: list[Record]) -> list[Record]:
     """The first record of each key; a key again with another text is refused (exit 4)."""
     first: dict[str, Record] = {}
     for record in records:
@@ -53,6 +75,44 @@ def _unique(records: list[Record]) -> list[Record]:
                 f"{seen.line} and {record.source} line {record.line})"
             )
     return list(first.values())
+
+
+def _query(store: SimStore, records: list[Record], batch_size: int) -> list[list[Match]]:
+    texts, keys = [record.text for record in records], [record.key for record in records]
+    return store.query_many(texts, keys=keys, in_order=True, batch_size=batch_size)
+
+
+def without_refused(
+    store: SimStore, records: list[Record], run: Callable[[list[Record]], T]
+) -> tuple[list[Record], T, list[Rejected]]:
+    """``run(records)``; when the store refuses a text in it (nothing to compare), each record
+    is planned alone, DB-free, to find the refused ones, and ``run`` is given the others."""
+    try:
+        return records, run(records), []
+    except InvalidInput as error:
+        failed = error
+    good: list[Record] = []
+    refused: list[Rejected] = []
+    for record in records:
+        try:
+            plan_items([(record.key, record.text, None)], preset=store.preset,
+                       policy=store.policy, max_distance=store.max_distance,
+                       max_text_length=store.max_text_length)  # fmt: skip
+        except InvalidInput as reason:
+            refused.append(Rejected(record.key, str(reason), record.source, record.line))
+        else:
+            good.append(record)
+    if not refused:
+        raise failed
+    return good, run(good), refused
+
+
+def report_refused(refused: list[Rejected], strict: bool) -> None:
+    """Each refused record on stderr, skipped; with ``strict`` the first one stops the run."""
+    for bad in refused:
+        if strict:
+            raise Failure(f"{bad} (--strict: nothing written)")
+        click.echo(f"{bad} (skipped)", err=True)
 
 
 @contextlib.contextmanager
@@ -71,7 +131,7 @@ def _json_line(stream: IO[str], row: dict[str, Any]) -> None:
     stream.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def _read(paths: Iterable[str], options: InputOptions) -> tuple[list[Record], list[Rejected]]:
+def read_all(paths: Iterable[str], options: InputOptions) -> tuple[list[Record], list[Rejected]]:
     records: list[Record] = []
     rejected: list[Rejected] = []
     for item in read_records(paths, options):
@@ -137,25 +197,27 @@ def check(
     keep), with the key it would duplicate (duplicate_of), the SimHash distance, and the
     measure and score that confirmed it. Nothing is written to the store. The fields are those
     of 'spark dedup --against URL --dups'. A key given twice with the same text is decided
-    once; every record is held in memory until the end.
+    once (a text given again without a key field is an exact duplicate of its first record,
+    as 'dedup' writes it); every record is held in memory until the end.
 
-    A bad record is reported on stderr and skipped (exit 1 at the end), or with --strict stops
-    the run. --out may not be an input or the database file (exit 4); it is replaced only once
-    every record is decided.
+    A bad record (unreadable, without a text, or a text with nothing to compare) is reported
+    on stderr and skipped (exit 1 at the end), or with --strict stops the run. A record whose
+    key the namespace has decided already is decided by its text like the others (where
+    'ingest' would replay its decision): a kept text is a duplicate of itself.
+
+    --out may not be an input or the database file (exit 4); it is replaced only once every
+    record is decided.
     """
     check_paths({"--out": out}, inputs={f"FILE {path}": path for path in files},
                 database=settings.url)  # fmt: skip
     options = InputOptions(format_, text_field, key_field, strict, batch_size, None, key_from,
                            max_text_length=settings.max_text_length)  # fmt: skip
     with open_store(settings) as store:
-        records, rejected = _read(files, options)
-        unique = _unique(records)
-        found = store.query_many(
-            [record.text for record in unique],
-            keys=[record.key for record in unique],
-            in_order=True,
-            batch_size=batch_size,
+        records, rejected = read_all(files, options)
+        unique, found, refused = without_refused(
+            store, first_of_each_key(records), lambda chosen: _query(store, chosen, batch_size)
         )
+        report_refused(refused, strict)
         summary = {
             "namespace": settings.namespace,
             "policy": store.policy.describe(store.max_distance),
@@ -165,18 +227,21 @@ def check(
     }
     if out == "-":  # stdout holds the lines: the summary goes to stderr
         click.get_current_context().find_root().meta[EMITTED] = True
+    decided = [record for record in records if record.key in best]
+    rows = _rows(decided, best, key_field)
     with _writer(out, _out_format(out, out_format), key_field) as write:
-        for record in records:
-            write(check_row(key_field, record.key, best[record.key]))
-    duplicates = sum(best[record.key] is not None for record in records)
+        for row in rows:
+            write(row)
+    duplicates = sum(row["decision"] == "duplicate" for row in rows)
+    skipped = len(records) - len(decided) + len(rejected)
     counts = {
         "read": len(records) + len(rejected),
-        "new": len(records) - duplicates,
+        "new": len(decided) - duplicates,
         "duplicates": duplicates,
-        "skipped": len(rejected),
+        "skipped": skipped,
     }
     if not settings.quiet or settings.json:
         emit(settings, {**summary, **counts, "out": out}, pairs({**summary, **counts}),
              err=out == "-")  # fmt: skip
-    if rejected:
+    if skipped:
         raise click.exceptions.Exit(1)

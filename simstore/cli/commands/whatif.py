@@ -9,7 +9,12 @@ from typing import Any
 import click
 
 from simstore.cli._app import Settings, main, open_store
-from simstore.cli.commands.check import _read
+from simstore.cli.commands.check import (
+    first_of_each_key,
+    read_all,
+    report_refused,
+    without_refused,
+)
 from simstore.cli.commands.ingest import reading_options
 from simstore.cli.output import emit, pairs, table
 from simstore.errors import InvalidInput
@@ -149,12 +154,15 @@ def whatif(
                            max_text_length=settings.max_text_length)  # fmt: skip
     with open_store(own) as store:
         if files:
-            records, rejected = _read(files, reading)
+            records, rejected = read_all(files, reading)
+            records = first_of_each_key(records)  # a key again with its text: decided once
             source = ", ".join(files)
-            result = store.whatif(
-                [r.text for r in records], keys=[r.key for r in records],
-                policy=settings.policy, options=options,
-            )  # fmt: skip
+            records, result, refused = without_refused(store, records, lambda chosen: store.whatif(
+                [r.text for r in chosen], keys=[r.key for r in chosen], policy=settings.policy,
+                options=options,
+            ))  # fmt: skip
+            report_refused(refused, strict=False)
+            rejected += refused
         else:
             rejected = []
             result = store.whatif(policy=settings.policy, options=options, sample=sample)
