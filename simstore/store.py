@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection, Engine
 
-from simstore.errors import BatchFailed
+from simstore.errors import BatchFailed, InvalidInput
 from simstore.io import handover
 from simstore.io.handover import LoadReport
 from simstore.io.ingest import Rejected
@@ -323,6 +323,11 @@ class SimStore:
         if texts is None:
             check_int("sample", sample, lowest=1)
             kept = reads.kept_texts(self.scope, sample)
+            if not kept:
+                raise InvalidInput(
+                    f"namespace {self.namespace!r} keeps no text to sample (it is empty, or "
+                    "holds long texts only, whose text is not kept): give the texts to decide"
+                )
             keys, texts = [key for key, _text in kept], [text for _key, text in kept]
         return whatif.compare(
             texts, keys=keys, preset=self.preset, current=self.policy, proposed=proposed,

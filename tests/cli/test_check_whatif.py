@@ -151,6 +151,8 @@ def test_bad_input_is_refused_with_a_clear_message(cli_on: Cli) -> None:
     cli, folder = cli_on, cli_on.folder
     source = jsonl(folder / "texts.jsonl", [(f"k{i}", t) for i, t in enumerate(TEXTS)])
     loads(cli("--json", "ingest", str(source)))
+    with SimStore(cli.url, namespace="empty", auto_upgrade=False):
+        pass  # a namespace without a row
     cases = [
         # a missing namespace is exit 1, as for every command that reads one (stats, query)
         (("--namespace", "nowhere", "check", str(source)), 1, "no namespace 'nowhere'"),
@@ -163,6 +165,7 @@ def test_bad_input_is_refused_with_a_clear_message(cli_on: Cli) -> None:
         (("check", str(source), "--out", str(source)), 4, "same file as the input"),
         (("--threshold", "0.4", "whatif", "--report", str(source), str(source)), 4, "same file"),
         (("--threshold", "0.4", "whatif", "--sample", "0"), 2, "--sample"),
+        (("--namespace", "empty", "--threshold", "0.4", "whatif"), 4, "keeps no text to sample"),
         (("check", str(source), "--out-format", "xml"), 2, "'xml' is not one of"),
     ]
     ran = cli.many(*(arguments for arguments, _code, _message in cases))
