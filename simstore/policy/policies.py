@@ -127,6 +127,8 @@ _OPTIONAL: dict[str, type] = {
     "long_containment": float,
     "long_radius": int,
     "long_threshold": float,
+    "opening_length": int,
+    "shared_lines_rest": float,
 }
 """Options that may be None, with the type of their other values."""
 

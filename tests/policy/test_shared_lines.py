@@ -8,6 +8,7 @@ text written in normal form by hand (lowercase words, single spaces), never with
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from pathlib import Path
 
@@ -15,7 +16,12 @@ import pytest
 
 from simstore.errors import InvalidInput
 from simstore.policy import batch
-from simstore.policy.policies import MinHashVerification, policy_from_recipe
+from simstore.policy.policies import (
+    POLICIES,
+    MinHashVerification,
+    policy_from_recipe,
+    policy_with,
+)
 from simstore.store import SimStore
 from simstore.text.edges import flat, joined, shared_edges
 from tests.conftest import StoreFactory
@@ -145,3 +151,12 @@ def test_a_recipe_without_the_option_decides_as_before() -> None:
 def test_a_bad_value_is_refused(value: object) -> None:
     with pytest.raises(InvalidInput, match="shared_lines_rest"):
         MinHashVerification(shared_lines_rest=value)  # type: ignore[arg-type]
+
+
+def test_every_option_that_may_be_none_takes_none_from_the_command_line() -> None:
+    # every policy field annotated "... | None" must parse "none" (a recipe may record null)
+    for name, cls in POLICIES.items():
+        for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if "None" in str(field.type):
+                made = policy_with(name, {field.name: "none"})
+                assert getattr(made, field.name) is None, (name, field.name)
