@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from simstore.storage.retention import partition_of
-from simstore.storage.schema import band_keys_in_row, fingerprints, minhash_keys, namespaces
+from simstore.storage.schema import fingerprints, minhash_keys, namespaces
 from simstore.store import SimStore
 from simstore.text.encoding import bands, from_signed
 
@@ -73,21 +73,24 @@ def stored_band_keys(
     conn: sa.Connection, *, namespace: str | None = None, row_id: int | None = None
 ) -> list[int]:
     """The MinHash band keys simstore stored, sorted (every one, one namespace's or one row's):
-    rows of ``simstore_minhash``, or on PostgreSQL the fingerprint rows' own arrays."""
-    if band_keys_in_row(conn.dialect):
+    rows of ``simstore_minhash``, and on PostgreSQL before revision 0016 the fingerprint rows'
+    own arrays (a database holds its keys in one place or the other)."""
+    places = [(sa.select(minhash_keys.c.band_key), minhash_keys.c.fp_id, minhash_keys.c.ns_id)]
+    if conn.dialect.name == "postgresql":
         key = sa.func.unnest(fingerprints.c.band_keys).label("band_key")
-        query = sa.select(key).select_from(fingerprints)
-        owner, ns_of = fingerprints.c.id, fingerprints.c.ns_id
-    else:
-        query = sa.select(minhash_keys.c.band_key)
-        owner, ns_of = minhash_keys.c.fp_id, minhash_keys.c.ns_id
-    if row_id is not None:
-        query = query.where(owner == row_id)
-    if namespace is not None:
-        query = query.join(namespaces, namespaces.c.id == ns_of).where(
-            namespaces.c.name == namespace
+        places.append(
+            (sa.select(key).select_from(fingerprints), fingerprints.c.id, fingerprints.c.ns_id)
         )
-    return sorted(int(value) for value in conn.execute(query).scalars())
+    found: list[int] = []
+    for query, owner, ns_of in places:
+        if row_id is not None:
+            query = query.where(owner == row_id)
+        if namespace is not None:
+            query = query.join(namespaces, namespaces.c.id == ns_of).where(
+                namespaces.c.name == namespace
+            )
+        found += [int(value) for value in conn.execute(query).scalars()]
+    return sorted(found)
 
 
 def _engine(bind: str | Engine) -> tuple[Engine, bool]:

@@ -31,7 +31,7 @@ from simstore.storage import reads
 from simstore.storage._connections import Connections
 from simstore.storage.locking import require_namespace
 from simstore.storage.retention import partition_of, window_start
-from simstore.storage.schema import band_keys_in_row, kept_text_of
+from simstore.storage.schema import kept_text_of
 from simstore.storage.scope import Scope
 from simstore.text import minhash
 from simstore.text.encoding import BAND_COUNT, MASK64, bands
@@ -341,15 +341,10 @@ class Finder:
         (``Policy.min_shared``)."""
         wanted = sorted({key for item in items for key in item.band_keys})
         holders: dict[int, list[int]] = {}
-        if band_keys_in_row(conn.dialect):
-            found_rows = prepared.band_key_array_lookup(conn.dialect).run(
-                conn, {"ns": params["ns"], "keys": wanted}
-            )
-        else:
-            found_rows = []
-            for chunk in prepared.chunks(wanted, prepared.MAX_IN):
-                statement = prepared.band_key_lookup(conn.dialect, prepared.padded(len(chunk)))
-                found_rows += statement.run(conn, {**params, **prepared.padded_params("k", chunk)})
+        found_rows = []
+        for chunk in prepared.chunks(wanted, prepared.MAX_IN):
+            statement = prepared.band_key_lookup(conn.dialect, prepared.padded(len(chunk)))
+            found_rows += statement.run(conn, {**params, **prepared.padded_params("k", chunk)})
         for band_key, row_id in found_rows:
             holders.setdefault(int(band_key), []).append(int(row_id))
         found: list[set[int]] = []

@@ -17,7 +17,6 @@ from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
@@ -25,7 +24,7 @@ from sqlalchemy.sql.expression import ClauseElement
 from simstore.policy.probes import PAIRS
 from simstore.storage.schema import (
     BAND_COLUMNS,
-    band_keys_in_row,
+    POSTGRESQL_BAND_KEY_TIME,
     decisions,
     fingerprints,
     kept_as_decisions,
@@ -123,8 +122,13 @@ class Prepared:
             else:
                 cursor.execute(self.sql, params[0] if one_row else params)
             statements_run.set(statements_run.get() + 1)
-            if many:  # the id of a one-row insert, where the driver has one
-                return [cursor.lastrowid if one_row and conn.dialect.name != "postgresql" else None]
+            if many:  # the id of a one-row insert (PostgreSQL: the row its RETURNING gave)
+                if not one_row:
+                    return [None]
+                if conn.dialect.name == "postgresql":
+                    returned = cursor.fetchone() if cursor.description is not None else None
+                    return [None if returned is None else returned[0]]
+                return [cursor.lastrowid]
             if rowcount:
                 return [cursor.rowcount]
             return [] if cursor.description is None else list(cursor.fetchall())
@@ -397,7 +401,8 @@ def rows_by_id(dialect: sa.Dialect, count: int) -> Prepared:
 
 def rows_sharing_band_keys(dialect: sa.Dialect, count: int, windowed: bool) -> Prepared:
     """``rows_by_id``'s columns of the rows sharing at least ``least`` of the band keys ``k0``..:
-    a query's candidates and what confirming them needs, in one round trip."""
+    a query's candidates and what confirming them needs, in one round trip. The keys are counted
+    in the band-key index alone; only the rows sharing enough are read."""
 
     def build() -> ClauseElement:
         kept = fingerprints.c.ns_id == sa.bindparam("ns")
@@ -405,17 +410,14 @@ def rows_sharing_band_keys(dialect: sa.Dialect, count: int, windowed: bool) -> P
             kept = sa.and_(kept, fingerprints.c.part >= sa.bindparam("cutoff"))
         columns = [fingerprints.c[name] for name in _DETAIL_COLUMNS]
         enough = sa.func.count() >= sa.bindparam("least")
-        if not band_keys_in_row(dialect):
-            holders = _band_key_holders(dialect, count).with_only_columns(minhash_keys.c.fp_id)
-            shared = holders.group_by(minhash_keys.c.fp_id).having(enough)
+        holders = _band_key_holders(count).with_only_columns(minhash_keys.c.fp_id)
+        shared = holders.group_by(minhash_keys.c.fp_id).having(enough)
+        if dialect.name != "postgresql":
             return sa.select(*columns).where(kept, fingerprints.c.id.in_(shared))
         # PostgreSQL: each shared row fetched by its id (a lateral join, OFFSET 0 so that it is
         # not flattened): the probes' row estimates grow with the table, and a semi-join planned
         # on them would turn into a hash join over every partition
-        probes = _band_key_holders(dialect, count).subquery("holders")
-        groups = (
-            sa.select(probes.c.fp_id).group_by(probes.c.fp_id).having(enough).subquery("shared")
-        )
+        groups = shared.subquery("shared")
         row = sa.select(*columns).where(kept, fingerprints.c.id == groups.c.fp_id)
         found = row.offset(sa.literal_column("0")).lateral("shared_row")
         return sa.select(*(found.c[name] for name in _DETAIL_COLUMNS)).select_from(
@@ -427,52 +429,35 @@ def rows_sharing_band_keys(dialect: sa.Dialect, count: int, windowed: bool) -> P
 
 def band_key_lookup(dialect: sa.Dialect, count: int) -> Prepared:
     """(band key, row id) of the holders of the MinHash band keys ``k0``.. in namespace ``ns``
-    (every row's: the retention window is checked on the rows they lead to). PostgreSQL takes
-    them all as one array ``keys`` instead, whatever their number (``band_key_array_lookup``)."""
-    return _cached(("band_keys", count), dialect, lambda: _band_key_holders(dialect, count))
+    (every row's: the retention window is checked on the rows they lead to)."""
+    return _cached(("band_keys", count), dialect, lambda: _band_key_holders(count))
 
 
-def band_key_array_lookup(dialect: sa.Dialect) -> Prepared:
-    """``band_key_lookup`` on PostgreSQL for a batch: every key in one array parameter ``keys``.
-    A batch's 16,000 keys as four statements of 4,096 bound values each cost ~1.65x the time of
-    the one statement with one array (1,000 texts against 568k kept rows: 0.48 s against 0.29)."""
-    return _cached(("band_key_array",), dialect, lambda: _band_key_holders(dialect, None))
+def _band_key_holders(count: int) -> sa.Select[Any]:
+    """(band_key, fp_id) of the rows holding one of the band keys ``k0``.. (namespace ``ns``):
+    one seek per key in the primary key, answered from it alone."""
+    names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
+    key = minhash_keys.c.band_key
+    return sa.select(key, minhash_keys.c.fp_id).where(
+        key == names[0] if count == 1 else key.in_(names),
+        minhash_keys.c.ns_id == sa.bindparam("ns"),
+    )
 
 
-def _band_key_holders(dialect: sa.Dialect, count: int | None) -> sa.Select[Any]:
-    """(band_key, fp_id) of the rows holding one of the band keys ``k0``.. (namespace ``ns``);
-    ``count`` None: the keys are the one array parameter ``keys`` (PostgreSQL only).
+def insert_band_keys(dialect: sa.Dialect) -> Prepared:
+    """PostgreSQL: INSERT of band-key rows given as four arrays of one length (parameters
+    ``keys``, ``ns_ids``, ``ids``, ``times``: each key's row's ``added_at``,
+    ``POSTGRESQL_BAND_KEY_TIME``), one statement and one round trip whatever their number."""
 
-    PostgreSQL: one GIN probe per key (``band_keys @> ARRAY[k]``, a lateral join over the keys):
-    the planner reads one array ``&&`` of hundreds of keys as matching most rows and scans the
-    table, but costs each one-key probe right (4,096 keys: 8 ms against 650 ms, at 5k rows). The
-    namespace is checked on the rows the probes return.
-    """
-    if not band_keys_in_row(dialect):
-        names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count or 0)]
-        return sa.select(minhash_keys.c.band_key, minhash_keys.c.fp_id).where(
-            minhash_keys.c.band_key.in_(names), minhash_keys.c.ns_id == sa.bindparam("ns")
+    def build() -> ClauseElement:
+        return sa.text(
+            f"INSERT INTO {minhash_keys.name} "  # noqa: S608 - names of simstore's schema
+            f"(band_key, ns_id, fp_id, {POSTGRESQL_BAND_KEY_TIME}) "
+            "SELECT * FROM unnest(CAST(:keys AS integer[]), CAST(:ns_ids AS integer[]), "
+            "CAST(:ids AS bigint[]), CAST(:times AS timestamp[]))"
         )
-    key_array: Any
-    if count is None:
-        key_array = sa.bindparam("keys", type_=postgresql.ARRAY(sa.Integer()))
-    else:
-        keys: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
-        key_array = sa.cast(postgresql.array(keys), postgresql.ARRAY(sa.Integer()))
-    key = sa.func.unnest(key_array).column_valued("band_key")
-    holder = fingerprints.alias("holder")
-    holding = holder.c.band_keys.op("@>", return_type=sa.Boolean())(postgresql.array([key]))
-    # OFFSET 0 keeps the namespace test out of the probe: before ANALYZE the planner takes
-    # ns_id = n for a rare value and would read the namespace through an index instead
-    found = (
-        sa.select(holder.c.id.label("fp_id"), holder.c.ns_id)
-        .where(holding)
-        .offset(sa.literal_column("0"))
-        .lateral("found")
-    )
-    return sa.select(key.label("band_key"), found.c.fp_id).where(
-        found.c.ns_id == sa.bindparam("ns")
-    )
+
+    return _cached(("insert_band_keys",), dialect, build)
 
 
 BAND_KEY_PRIMARY_KEY = ("band_key", "ns_id", "fp_id")
@@ -522,13 +507,17 @@ def insert_into(dialect: sa.Dialect, table: sa.Table) -> Prepared:
     """INSERT of every column but the id, parameters named after the columns."""
 
     def build() -> ClauseElement:
-        return sa.insert(table).values(
+        insert = sa.insert(table).values(
             {
                 column.name: sa.bindparam(column.name, type_=column.type)
                 for column in table.c
                 if column.name != "id"
             }
         )
+        # PostgreSQL's driver has no lastrowid: a one-row insert hands its id back itself
+        if dialect.name == "postgresql" and "id" in table.c:
+            return insert.returning(table.c.id)
+        return insert
 
     return _cached(("insert", table.name), dialect, build)
 

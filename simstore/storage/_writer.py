@@ -34,7 +34,6 @@ from simstore.storage.retention import partition_of, utc_naive, window_start
 from simstore.storage.schema import (
     DecisionRow,
     FingerprintRow,
-    band_keys_in_row,
     decisions,
     fingerprints,
     minhash_keys,
@@ -176,7 +175,7 @@ class Writer:
         decided = decide_in_order(
             items, moments, rule, found=found, window_starts=starts, skip=again
         )
-        rows = _Rows(self.ns_id, self.partition_seconds, band_keys_in_row(conn.dialect))
+        rows = _Rows(self.ns_id, self.partition_seconds)
         by_key: dict[str, Decision] = {}
         out: list[Decision] = []
         for item, moment, matches in zip(items, moments, decided, strict=True):
@@ -312,7 +311,7 @@ def load_decided(scope: Scope, rows: Sequence[DecidedRow], moment: datetime) -> 
                     f"key {key!r} is in the store with fingerprint {to_hex(stored)}, "
                     f"the load has {to_hex(given[key])}"
                 )
-        table = _Rows(scope.ns_id, scope.partition_seconds, band_keys_in_row(conn.dialect))
+        table = _Rows(scope.ns_id, scope.partition_seconds)
         fresh = [row for row in rows if row.key not in known]
         for row in fresh:
             if row.kept:
@@ -349,12 +348,12 @@ def _window_starts(moments: Sequence[datetime], keep: timedelta) -> list[datetim
 class _Rows:
     """The rows one write inserts: kept rows, their band keys, and duplicates' decisions."""
 
-    def __init__(self, ns_id: int, partition_seconds: int, keys_in_row: bool) -> None:
+    def __init__(self, ns_id: int, partition_seconds: int) -> None:
         self.ns_id = ns_id
         self.partition_seconds = partition_seconds
-        self.keys_in_row = keys_in_row
         self.kept: list[FingerprintRow] = []
-        self.signed: list[tuple[str, tuple[int, ...]]] = []  # kept: key, band keys (side table)
+        # kept: key, band keys (side table), the row's time (PostgreSQL's keys carry it)
+        self.signed: list[tuple[str, tuple[int, ...], datetime]] = []
         self.logged: list[DecisionRow] = []
         self._moment: datetime | None = None
         self._part = 0
@@ -374,17 +373,16 @@ class _Rows:
         band_keys: tuple[int, ...],
         own_bands: Sequence[int] | None = None,
     ) -> None:
-        in_row = list(band_keys) if self.keys_in_row and band_keys else None
         b0, b1, b2, b3 = bands(fingerprint) if own_bands is None else own_bands
         self.kept.append(
             FingerprintRow(
                 self.ns_id, key, to_signed(fingerprint), b0, b1, b2, b3, moment,
-                self._part_of(moment), None, signature, in_row, signature is None,
+                self._part_of(moment), None, signature, None, signature is None,
                 pack_text(text),
             )
         )  # fmt: skip
-        if band_keys and not self.keys_in_row:
-            self.signed.append((key, band_keys))
+        if band_keys:
+            self.signed.append((key, band_keys, moment))
 
     def log(self, key: str, fingerprint: int, moment: datetime, best: Match) -> None:
         self.logged.append(
@@ -426,20 +424,27 @@ def insert_rows(conn: Connection, ns_id: int, rows: _Rows, *, unsigned_known: bo
 def _insert_band_keys(
     conn: Connection,
     ns_id: int,
-    kept: Sequence[tuple[str, tuple[int, ...]]],
+    kept: Sequence[tuple[str, tuple[int, ...], datetime]],
     known: Mapping[str, int],
 ) -> None:
     """The MinHash side-table rows of rows just inserted (ids not ``known`` read back by key)."""
     ids: dict[str, int] = dict(known)
-    unknown = [key for key, _keys in kept if key not in ids]
+    unknown = [key for key, _keys, _at in kept if key not in ids]
     for chunk in prepared.chunks(unknown):
         statement = prepared.ids_by_key(conn.dialect, prepared.padded(len(chunk)))
         params = {"ns": ns_id, **prepared.padded_params("k", chunk)}
         for row_id, key in statement.run(conn, params):
             ids[key] = int(row_id)
-    rows = [  # BandKeyRow's order, as plain tuples: a batch has ~16 a kept text
+    if conn.dialect.name == "postgresql":  # four arrays, one statement (and each key's time)
+        keys = [band_key for _key, band_keys, _at in kept for band_key in band_keys]
+        owners = [ids[key] for key, band_keys, _at in kept for _band_key in band_keys]
+        times = [at for _key, band_keys, at in kept for _band_key in band_keys]
+        values = {"keys": keys, "ns_ids": [ns_id] * len(keys), "ids": owners, "times": times}
+        prepared.insert_band_keys(conn.dialect).run(conn, values)
+        return
+    rows = [  # BandKeyRow's order, as plain tuples: a batch has ~24 a kept text
         (band_key, ns_id, row_id)
-        for key, band_keys in kept
+        for key, band_keys, _at in kept
         for row_id in (ids[key],)
         for band_key in band_keys
     ]

@@ -24,7 +24,6 @@ from simstore.storage.db import translate_errors
 from simstore.storage.locking import lock_for_write, lock_tables, require_namespace
 from simstore.storage.retention import EPOCH, partition_of, utc_aware, window_start
 from simstore.storage.schema import (
-    band_keys_in_row,
     decisions,
     fingerprints,
     minhash_keys,
@@ -94,7 +93,7 @@ def purge(
             lock_tables(conn)  # no add holds a table's lock that a DROP needs, nor waits for one
             layout = partitions.read(conn)
             if layout is not None:
-                # the dropped rows' band keys are in them (band_keys_in_row): they go too
+                # the dropped rows' band keys are in partitions of the same bounds: they go too
                 partition_rows = partitions.drop_expired(conn, layout, now)
                 partitions.make_ahead(conn, layout, now)
     kept, removed_keys = _purge_rows(connections, ns_id, cutoff)
@@ -152,16 +151,12 @@ def _would_purge(
         going = [fingerprints.c.ns_id == ns_id, fingerprints.c.part < cutoff]
         if dropped is not None:
             going.append(fingerprints.c.added_at >= dropped)
-        if band_keys_in_row(conn.dialect):
-            total = sa.func.coalesce(sa.func.sum(sa.func.cardinality(fingerprints.c.band_keys)), 0)
-            band_keys = int(conn.execute(sa.select(total).where(*going)).scalar_one())
-        else:
-            band_keys = _count(
-                conn,
-                minhash_keys.join(fingerprints, fingerprints.c.id == minhash_keys.c.fp_id),
-                minhash_keys.c.ns_id == ns_id,
-                *going,
-            )
+        band_keys = _count(
+            conn,
+            minhash_keys.join(fingerprints, fingerprints.c.id == minhash_keys.c.fp_id),
+            minhash_keys.c.ns_id == ns_id,
+            *going,
+        )
     return Purged(
         window, utc_aware(before), partition_seconds, kept, logged, band_keys, partition_rows, True
     )
@@ -219,8 +214,7 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     them, under the band layout its namespace's recorded policy signs with: ``_layouts``) and
     deleted: on SQLite by their full primary keys in one executemany (a seek each), on
     a server ``ROWS_PER_BAND_KEY_DELETE`` rows a statement (their keys and their ids). Rows
-    without a signature have no band keys. Returns the band-key rows asked to go. On PostgreSQL
-    the keys are in the rows themselves and go with them: only counted.
+    without a signature have no band keys. Returns the band-key rows asked to go.
     """
     signed = [
         (int(row_id), int(ns), bytes(signature))
@@ -234,8 +228,6 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
         set().union(*(minhash.stored_band_keys([signature], layout)[0] for layout in layouts[ns]))
         for _row_id, ns, signature in signed
     ]
-    if band_keys_in_row(conn.dialect):
-        return sum(map(len, held))
     if conn.dialect.name == "sqlite":  # in-process: an executemany of primary keys is cheapest
         # in primary-key order: the batch's deletes then walk the B-tree once, left to right
         params = sorted(

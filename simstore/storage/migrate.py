@@ -35,12 +35,17 @@ VERSION_TABLE = "simstore_alembic_version"
 
 def compared(obj: object, name: str | None, type_: str, reflected: bool, other: object) -> bool:
     """alembic's ``include_object`` for comparing a database with simstore's models: simstore's
-    own tables and what is on them, less its version table and PostgreSQL's GIN index (made by
-    the migration, not in the models: no other dialect has one)."""
+    own tables and what is on them, less its version table, PostgreSQL's GIN index of revisions
+    0007-0015 and the time column of PostgreSQL's band keys (made by the migrations, not in the
+    models: no other dialect has them)."""
     if type_ == "table":
         return bool(name and name.startswith("simstore_")) and name != VERSION_TABLE
     if type_ == "index" and name == schema.POSTGRESQL_BAND_KEY_INDEX:
         return False
+    if type_ == "column" and name == schema.POSTGRESQL_BAND_KEY_TIME and reflected:
+        table_name = str(getattr(getattr(obj, "table", None), "name", ""))
+        if table_name == schema.minhash_keys.name:  # PostgreSQL's keys only (revision 0016)
+            return False
     table = getattr(obj, "table", None)
     return table is None or str(table.name).startswith("simstore_")
 
@@ -115,6 +120,8 @@ def upgrade(bind: object, revision: str = "heads") -> str:
 
     with connection_for(bind) as connection, translate_errors(connection.engine.url):
         config = _config(connection)
+        # a long data step may commit as it goes on simstore's own connection (revision 0016)
+        config.attributes["simstore_owns_connection"] = _owns(bind)
         with _upgrade_lock(connection, owned=_owns(bind)):
             _refuse_newer(connection, bind)
             command.upgrade(config, revision)

@@ -1,9 +1,9 @@
 """PostgreSQL native range partitioning by time, an opt-in: purging then drops whole partitions.
 
 ``simstore db partition --interval 1d --keep 2d`` (or ``enable(bind, interval=..., keep=...)``,
-``bind`` a URL, an Engine or a Connection) turns ``simstore_fingerprints`` and
-``simstore_decisions`` into tables partitioned by RANGE on their time column (``added_at``,
-``decided_at``), in one transaction:
+``bind`` a URL, an Engine or a Connection) turns ``simstore_fingerprints``,
+``simstore_decisions`` and ``simstore_minhash`` into tables partitioned by RANGE on their time
+column (``added_at``, ``decided_at``), in one transaction:
 
 * the existing table becomes the partition of everything before the first boundary (no copy;
   PostgreSQL scans it once to check the bound and builds its new key indexes);
@@ -18,6 +18,9 @@ before now - keep (one DROP TABLE each, whatever their size) and makes the parti
 ``simstore db partition`` again (same interval) from cron to do only the latter. All namespaces
 share the partitions, so ``keep`` must cover the longest window of any namespace; a store opened
 with a longer window logs a warning. A namespace's own shorter window still purges rows as before.
+
+The MinHash band keys (``simstore_minhash``) are partitioned the same way, by their row's time
+(``added_at``, which PostgreSQL's band-key rows carry for this), so they go with their rows.
 
 The cost: each partition has its own indexes, so a lookup seeks once per partition (keep /
 interval + AHEAD + 2 of them; the empty ones cost little). ``python -m benchmarks purge`` measures
@@ -38,11 +41,18 @@ from simstore.errors import InvalidInput
 from simstore.storage.db import connection_for
 from simstore.storage.locking import lock_tables
 from simstore.storage.retention import EPOCH, parse_duration, utc_naive
-from simstore.storage.schema import settings
+from simstore.storage.schema import POSTGRESQL_BAND_KEY_TIME, minhash_keys, settings
 
 log = logging.getLogger("simstore")
 
-TIME_COLUMNS = {"simstore_fingerprints": "added_at", "simstore_decisions": "decided_at"}
+TIME_COLUMNS = {
+    "simstore_fingerprints": "added_at",
+    "simstore_decisions": "decided_at",
+    # the band keys, by their row's time: a partition of keys goes with its partition of rows
+    "simstore_minhash": POSTGRESQL_BAND_KEY_TIME,
+}
+ROW_TABLES = ("simstore_fingerprints", "simstore_decisions")  # rows counted as a drop's
+BAND_KEY_INDEX = "ix_simstore_minhash_band_key"  # the partitioned primary key, less its uniqueness
 AHEAD = 3  # partitions made ahead of the current one
 _INTERVAL, _KEEP, _FIRST = "partition_interval", "partition_keep", "partition_first_boundary"
 
@@ -140,7 +150,8 @@ def _enable(
         make_ahead(conn, current, moment)
         return current
     newest = moment
-    for table, column in TIME_COLUMNS.items():
+    for table in ROW_TABLES:  # a band key's time is its row's
+        column = TIME_COLUMNS[table]
         latest = conn.execute(
             sa.select(sa.func.max(sa.column(column))).select_from(sa.table(table))
         ).scalar()
@@ -183,8 +194,10 @@ def _convert(conn: Connection, table: str, column: str, first: datetime) -> None
         ),
         {"t": table, "c": unique_names},
     ).all()
-    sequence = conn.execute(sa.text("SELECT pg_get_serial_sequence(:t, 'id')"), {"t": table})
-    sequence_name = sequence.scalar_one()
+    sequence_name = None  # the band keys have no id
+    if table != minhash_keys.name:
+        sequence = conn.execute(sa.text("SELECT pg_get_serial_sequence(:t, 'id')"), {"t": table})
+        sequence_name = sequence.scalar_one()
     # names are simstore's own (from the catalog of simstore's tables), never user input
     conn.execute(sa.text(f"ALTER TABLE {table} RENAME TO {legacy}"))
     for name in unique_names:
@@ -196,14 +209,19 @@ def _convert(conn: Connection, table: str, column: str, first: datetime) -> None
             f"CREATE TABLE {table} (LIKE {legacy} INCLUDING DEFAULTS) PARTITION BY RANGE ({column})"
         )
     )
-    conn.execute(sa.text(f"ALTER SEQUENCE {sequence_name} OWNED BY {table}.id"))
-    conn.execute(sa.text(f"ALTER TABLE {table} ADD PRIMARY KEY (id, {column})"))
-    key_constraint = f"uq_{table}_key"
-    conn.execute(
-        sa.text(
-            f"ALTER TABLE {table} ADD CONSTRAINT {key_constraint} UNIQUE (key, ns_id, {column})"
+    if sequence_name is None:
+        # the band keys: a unique key would have to hold the time too (8 bytes more an entry);
+        # each key row is written once, by the add that kept its row
+        conn.execute(sa.text(f"CREATE INDEX {BAND_KEY_INDEX} ON {table} (band_key, ns_id, fp_id)"))
+    else:
+        conn.execute(sa.text(f"ALTER SEQUENCE {sequence_name} OWNED BY {table}.id"))
+        conn.execute(sa.text(f"ALTER TABLE {table} ADD PRIMARY KEY (id, {column})"))
+        key_constraint = f"uq_{table}_key"
+        conn.execute(
+            sa.text(
+                f"ALTER TABLE {table} ADD CONSTRAINT {key_constraint} UNIQUE (key, ns_id, {column})"
+            )
         )
-    )
     for _name, definition in indexes:
         conn.execute(sa.text(definition))  # the same definition, now on the partitioned parent
     conn.execute(
@@ -289,9 +307,11 @@ def drop_expired(conn: Connection, layout: Partitioning, now: datetime) -> int:
             bounds = _bounds(name, table, layout)
             if bounds is None or bounds[1] > cutoff:
                 continue
-            rows: Any = conn.execute(
-                sa.select(sa.func.count()).select_from(sa.table(name))
-            ).scalar_one()
+            rows: Any = 0
+            if table in ROW_TABLES:  # band keys are not counted (rows of them are no texts)
+                rows = conn.execute(
+                    sa.select(sa.func.count()).select_from(sa.table(name))
+                ).scalar_one()
             conn.execute(sa.text(f"DROP TABLE {name}"))
             log.info("dropped partition %s (%d rows)", name, rows)
             dropped += int(rows)

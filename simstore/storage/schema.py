@@ -34,13 +34,17 @@ KeyText = sa.String(255).with_variant(
 
 LongText = sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 LongBytes = sa.LargeBinary().with_variant(mysql.MEDIUMBLOB(), "mysql", "mariadb")
-# PostgreSQL keeps a row's MinHash band keys in the row, under a GIN index; elsewhere the column
-# stays NULL and the keys are rows of simstore_minhash (see band_keys_in_row)
+# PostgreSQL kept a row's MinHash band keys in the row, under a GIN index, until revision 0016
+# moved them to simstore_minhash like every other dialect's: the column stays, always NULL
 BandKeyArray = sa.LargeBinary().with_variant(postgresql.ARRAY(sa.Integer()), "postgresql")
 # A MinHash band key is a signed 32-bit value: INT on MySQL/MariaDB (InnoDB stores BIGINT in 8
-# bytes; revision 0015), BIGINT elsewhere as first made (SQLite stores it in 4 bytes either way,
-# and PostgreSQL keeps band keys in the fingerprint row)
-BandKey = sa.BigInteger().with_variant(mysql.INTEGER(), "mysql", "mariadb")
+# bytes; revision 0015) and PostgreSQL (revision 0016), BIGINT on SQLite as first made (it stores
+# a 32-bit value in 4 bytes either way)
+BandKey = (
+    sa.BigInteger()
+    .with_variant(mysql.INTEGER(), "mysql", "mariadb")
+    .with_variant(sa.Integer(), "postgresql")
+)
 
 BAND_COLUMNS = ("b0", "b1", "b2", "b3")
 
@@ -113,7 +117,7 @@ fingerprints = sa.Table(
     sa.Column("text", LongText, nullable=True),
     # the MinHash signature (simstore.text.minhash) under the default verification policy, else NULL
     sa.Column("signature", sa.LargeBinary, nullable=True),
-    # PostgreSQL: the signature's distinct band keys (integer[], GIN-indexed), else NULL
+    # always NULL: PostgreSQL's band keys until revision 0016 (integer[], GIN-indexed)
     sa.Column("band_keys", BandKeyArray, nullable=True),
     # whether SimHash band lookups find the row: exactly the rows without a signature (a signed
     # row is found by its MinHash band keys), so that the band indexes hold no signed row
@@ -151,27 +155,24 @@ decisions = sa.Table(
     mysql_collate="utf8mb4_bin",
 )
 
-# The GIN index over simstore_fingerprints.band_keys, PostgreSQL's only: the migration makes it
-# (fastupdate off: a pending list would be flushed inside some unlucky add), and the model
-# comparisons leave it out, since no other dialect has it.
+# What revision 0016 dropped on PostgreSQL: the GIN index over simstore_fingerprints.band_keys
+# (the model comparisons still leave an index of this name out, for databases before 0016).
 POSTGRESQL_BAND_KEY_INDEX = "ix_simstore_fingerprints_band_keys"
+# PostgreSQL's simstore_minhash also holds each key's row's ``added_at`` (revision 0016; not in
+# the models, as no other dialect has it): with native partitioning (simstore.storage.partitions)
+# the keys are partitioned by it like their rows, so a purge drops a day's keys with its rows.
+POSTGRESQL_BAND_KEY_TIME = "added_at"
 
 
-def band_keys_in_row(dialect: sa.Dialect | str) -> bool:
-    """Whether this dialect keeps MinHash band keys in the fingerprint row (PostgreSQL: an array
-    under a GIN index, whose compressed entries cost a fraction of 16 heap tuples and their
-    B-tree entries) rather than as rows of ``simstore_minhash`` (SQLite, MySQL/MariaDB)."""
-    name = dialect if isinstance(dialect, str) else dialect.name
-    return name == "postgresql"
-
-
-# MinHash-LSH band keys of the fingerprints that have a signature, on SQLite and MySQL (empty on
-# PostgreSQL: band_keys_in_row): one row per distinct key of each such fingerprint (16 at most;
-# 32-bit values: BandKey). The primary key answers "which rows of this namespace have band key k"
-# from the index alone (SQLite keeps the table as that index: WITHOUT ROWID). The retention
-# window is checked on the fingerprint rows the keys lead to, so the keys carry no partition.
+# MinHash-LSH band keys of the fingerprints that have a signature, on every dialect: one row per
+# distinct key of each such fingerprint (24 with the default layout; 32-bit values: BandKey).
+# The primary key answers "which rows of this namespace have band key k" from the index alone
+# (SQLite keeps the table as that index: WITHOUT ROWID; PostgreSQL answers from it by index-only
+# scans, as long as autovacuum keeps the table's visibility map current). The retention window
+# is checked on the fingerprint rows the keys lead to, so the keys carry no partition number.
 # There is no other index: purges and removals recompute a row's band keys from its stored
-# signature and delete them by primary key (simstore.storage.maintenance).
+# signature and delete them by primary key (simstore.storage.maintenance); a partitioned
+# PostgreSQL database drops them with their partitions (POSTGRESQL_BAND_KEY_TIME).
 minhash_keys = sa.Table(
     "simstore_minhash",
     metadata,
@@ -211,7 +212,7 @@ class FingerprintRow(NamedTuple):
     part: int
     text: str | None
     signature: bytes | None
-    band_keys: list[int] | None  # PostgreSQL only (band_keys_in_row)
+    band_keys: list[int] | None  # always None (PostgreSQL's before revision 0016)
     simhash_indexed: bool  # signature is None
     packed_text: bytes | None  # pack_text(the comparison text)
 

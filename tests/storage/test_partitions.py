@@ -96,7 +96,8 @@ def _band_key_rows(url: str) -> int:
 
 
 def test_texts_in_dropped_partitions_take_their_band_keys_along() -> None:
-    """PostgreSQL keeps a row's band keys in the row: a dropped partition takes them along."""
+    """PostgreSQL partitions the band keys by their row's time: a dropped partition of rows takes
+    its partition of keys along."""
     url = _partitioned_url()
     _enable(url, now=DAY0)
     texts = [
