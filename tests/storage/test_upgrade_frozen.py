@@ -175,8 +175,10 @@ def signed_rows_as_made_now(url: str, manifest: dict[str, Any]) -> int:
                     size = minhash.size_of(bytes(signature))
                     assert size in (None, minhash.size_of(item.signature)), key
                     stored = stored_band_keys(conn, row_id=row_id)
-                    # keys of the layout a namespace made before recording a policy had: 16 x 4
-                    made = minhash.stored_band_keys([item.signature], minhash.LAYOUT)[0]
+                    # keys of the recorded policy's layout (a namespace made before recording a
+                    # policy had 16 x 4, minhash.LAYOUT)
+                    layout = getattr(policy, "minhash_bands", minhash.LAYOUT)
+                    made = minhash.stored_band_keys([item.signature], layout)[0]
                     assert tuple(stored) == made, key
                     checked += 1
     finally:
@@ -217,6 +219,11 @@ def _differences_from_the_models(url: str) -> list[Any]:
 _MINHASH_ROWS = "SELECT band_key, fp_id FROM simstore_minhash"
 
 
+def _as_time(value: Any) -> datetime:
+    """A time as read from SQLite (text) or a server."""
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
 def _copy_rows(source_url: str, target_url: str) -> None:
     """Copy simstore's rows as they are (ids included) between databases at one revision."""
     source, target = sa.create_engine(source_url), sa.create_engine(target_url)
@@ -226,10 +233,15 @@ def _copy_rows(source_url: str, target_url: str) -> None:
         old, new = sa.MetaData(), sa.MetaData()
         old.reflect(source, only=tables)
         new.reflect(target, only=tables)
-        # a revision whose PostgreSQL layout keeps band keys in the row (0007 on): they go there
-        in_row = target.dialect.name == "postgresql" and "band_keys" in (
-            new.tables["simstore_fingerprints"].c
+        # a revision whose PostgreSQL layout keeps band keys in the row (0007 to 0015, the ones
+        # with its GIN index): they go there
+        in_row = target.dialect.name == "postgresql" and any(
+            index["name"] == schema.POSTGRESQL_BAND_KEY_INDEX
+            for index in sa.inspect(target).get_indexes("simstore_fingerprints")
         )
+        # PostgreSQL's band keys from 0016 on carry their row's time
+        side = new.tables.get("simstore_minhash")
+        timed = side is not None and "added_at" in side.c
         with source.connect() as reading, target.begin() as writing:
             keys_of: dict[int, list[int]] = {}
             if in_row and "simstore_minhash" in tables:
@@ -239,6 +251,15 @@ def _copy_rows(source_url: str, target_url: str) -> None:
                 if in_row and name == "simstore_minhash":
                     continue
                 rows = [dict(row._mapping) for row in reading.execute(sa.select(old.tables[name]))]
+                if timed and name == "simstore_minhash":
+                    added = {
+                        row_id: at
+                        for row_id, at in reading.execute(
+                            sa.text("SELECT id, added_at FROM simstore_fingerprints")
+                        )
+                    }
+                    for row in rows:
+                        row["added_at"] = _as_time(added[row["fp_id"]])
                 if in_row and name == "simstore_fingerprints":
                     for row in rows:
                         row["band_keys"] = (
