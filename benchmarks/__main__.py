@@ -25,6 +25,7 @@ SUITES: dict[str, dict[str, tuple[str, tuple[str, ...], str]]] = {
         "add-many": ("store", ("add-many",), "add_many, text in, against datasketch's MinHashLSH"),
         "versions": ("store", ("versions",), "query and add latency of two checkouts, alternating"),
         "open": ("footprint", ("open",), "what opening a store on an existing file costs"),
+        "pg-query": ("pgquery", (), "PostgreSQL: a fingerprint query and an add against plain SQL"),
         "planner": ("costs", ("planner",), "where the pair plan overtakes the band plan"),
         "verification": ("costs", ("verification",), "what each policy costs a query and an add"),
     },

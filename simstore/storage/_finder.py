@@ -34,7 +34,7 @@ from simstore.storage.retention import partition_of, window_start
 from simstore.storage.schema import kept_text_of
 from simstore.storage.scope import Scope
 from simstore.text import minhash
-from simstore.text.encoding import BAND_COUNT, MASK64, bands
+from simstore.text.encoding import BAND_COUNT, MASK64, bands, to_signed
 
 LOOKUPS = ("auto", "bands", "pairs")
 ROWS_REFRESH_SECONDS = 60.0
@@ -268,29 +268,39 @@ class Finder:
         their rows. Most band candidates of a single item are far from it: they are dropped as
         they are read."""
         near: set[int] = set()
+        near_details: dict[int, Kept] = {}
         if self._searches_bands(conn, [item], fresh, unsigned):
+            rows: list[Any] = []
             if self.uses_pairs(conn, item.radius):
                 rows = self._pair_rows(conn, item, params)
             elif item.radius <= EXACT_BAND_RADIUS:  # equality on bands 0..r: one statement
                 shape = _ONE_VALUE_PER_BAND[item.radius]
-                statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
                 size = len(shape)
                 own = dict(zip(_SINGLE_VALUE_NAMES[:size], item.own_bands[:size], strict=True))
-                rows = statement.run(conn, {**params, **own})
+                if conn.dialect.name == "postgresql":  # the server keeps the near rows only
+                    statement = prepared.near_rows(conn.dialect, shape, "cutoff" in params)
+                    signed = to_signed(item.fingerprint)
+                    found = statement.run(conn, {**params, **own, "fp": signed, "radius": size - 1})
+                    near_details = self._as_kept(found)
+                    near = set(near_details)
+                else:
+                    statement = prepared.candidate_lookup(conn.dialect, shape, "cutoff" in params)
+                    rows = statement.run(conn, {**params, **own})
             else:
                 probe = band_values(item.fingerprint, item.radius, item.own_bands)
                 per_band = [probe.get(band, set()) for band in range(BAND_COUNT)]
                 rows = self._band_rows(conn, per_band, params)
             query, radius = item.fingerprint, item.radius
-            near = {
+            near |= {
                 row_id for row_id, value in rows if ((value ^ query) & MASK64).bit_count() <= radius
             }
         details: dict[int, Kept] = {}
         keyed: set[int] = set()
         if item.band_keys:  # candidates by band keys come with their details: one round trip
             keyed, details = self._sharing_keys(conn, item, params, rule.policy)
-        if near - keyed:
-            details.update(self._row_details(conn, near - keyed))
+        details.update({row_id: near_details[row_id] for row_id in near_details.keys() - keyed})
+        if near - keyed - details.keys():
+            details.update(self._row_details(conn, near - keyed - details.keys()))
         return near, keyed, details
 
     def _matches(

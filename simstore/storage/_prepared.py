@@ -17,6 +17,7 @@ from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
@@ -198,22 +199,51 @@ def candidate_lookup(
     """
     if not shape:
         raise ValueError("a candidate lookup needs at least one band")  # "" is no statement
+    return _cached(("candidates", shape, windowed), dialect, lambda: _bands_union(shape, windowed))
+
+
+def _bands_union(
+    shape: tuple[tuple[int, int], ...], windowed: bool
+) -> sa.Select[Any] | sa.CompoundSelect[Any]:
+    """``candidate_lookup``'s statement."""
+    selects = []
+    for i, (band, count) in enumerate(shape):
+        column = fingerprints.c[BAND_COLUMNS[band]]
+        names: list[Any] = [sa.bindparam(f"v{i}_{j}") for j in range(count)]
+        condition = column == names[0] if count == 1 else column.in_(names)
+        query = sa.select(fingerprints.c.id, fingerprints.c.fp).where(
+            fingerprints.c.ns_id == sa.bindparam("ns"), condition, SIMHASH_FINDABLE
+        )
+        if windowed:
+            query = query.where(fingerprints.c.part >= sa.bindparam("cutoff"))
+        selects.append(query)
+    return selects[0] if len(selects) == 1 else sa.union_all(*selects)
+
+
+def near_rows(dialect: sa.Dialect, shape: tuple[tuple[int, int], ...], windowed: bool) -> Prepared:
+    """PostgreSQL: ``rows_by_id``'s columns of the rows ``candidate_lookup(shape)`` finds within
+    Hamming distance ``radius`` of the signed fingerprint ``fp``, in one round trip: the server
+    counts the bits of each candidate's XOR (``bit_count``, PostgreSQL 14 on) and reads only the
+    rows that pass. Parameters: ``candidate_lookup``'s, ``fp`` and ``radius``."""
 
     def build() -> ClauseElement:
-        selects = []
-        for i, (band, count) in enumerate(shape):
-            column = fingerprints.c[BAND_COLUMNS[band]]
-            names: list[Any] = [sa.bindparam(f"v{i}_{j}") for j in range(count)]
-            condition = column == names[0] if count == 1 else column.in_(names)
-            query = sa.select(fingerprints.c.id, fingerprints.c.fp).where(
-                fingerprints.c.ns_id == sa.bindparam("ns"), condition, SIMHASH_FINDABLE
-            )
-            if windowed:
-                query = query.where(fingerprints.c.part >= sa.bindparam("cutoff"))
-            selects.append(query)
-        return selects[0] if len(selects) == 1 else sa.union_all(*selects)
+        found = _bands_union(shape, windowed).subquery("candidates")
+        xor = found.c.fp.op("#", return_type=sa.BigInteger())(
+            sa.bindparam("fp", type_=sa.BigInteger())
+        )
+        distance = sa.func.bit_count(sa.cast(xor, postgresql.BIT(64)), type_=sa.Integer())
+        near = sa.select(found.c.id).where(distance <= sa.bindparam("radius")).subquery("near")
+        columns = [fingerprints.c[name] for name in _DETAIL_COLUMNS]
+        row = sa.select(*columns).where(
+            fingerprints.c.ns_id == sa.bindparam("ns"), fingerprints.c.id == near.c.id
+        )
+        # each row fetched by its id (OFFSET 0: not flattened into a join over every partition)
+        fetched = row.offset(sa.literal_column("0")).lateral("near_row")
+        return sa.select(*(fetched.c[name] for name in _DETAIL_COLUMNS)).select_from(
+            near.join(fetched, sa.true())
+        )
 
-    return _cached(("candidates", shape, windowed), dialect, build)
+    return _cached(("near_rows", shape, windowed), dialect, build)
 
 
 def pair_lookup(
@@ -520,6 +550,36 @@ def insert_into(dialect: sa.Dialect, table: sa.Table) -> Prepared:
         return insert
 
     return _cached(("insert", table.name), dialect, build)
+
+
+def insert_kept_with_keys(dialect: sa.Dialect) -> Prepared:
+    """PostgreSQL: one kept row and its band keys in one statement (an add's one round trip of
+    writes): the row's INSERT, parameters named after its columns, returns its id and time to
+    the band keys' INSERT (parameter ``new_keys``, an array)."""
+
+    def build() -> ClauseElement:
+        kept = (
+            sa.insert(fingerprints)
+            .values(
+                {
+                    column.name: sa.bindparam(column.name, type_=column.type)
+                    for column in fingerprints.c
+                    if column.name != "id"
+                }
+            )
+            .returning(fingerprints.c.id, fingerprints.c.ns_id, fingerprints.c.added_at)
+            .cte("kept_row")
+        )
+        keys = sa.func.unnest(
+            sa.bindparam("new_keys", type_=postgresql.ARRAY(sa.Integer()))
+        ).column_valued("band_key")
+        side = sa.table(
+            minhash_keys.name, *(sa.column(name) for name in (*BAND_KEY_PRIMARY_KEY, "added_at"))
+        )
+        held = sa.select(keys, kept.c.ns_id, kept.c.id, kept.c.added_at)
+        return sa.insert(side).from_select([*BAND_KEY_PRIMARY_KEY, POSTGRESQL_BAND_KEY_TIME], held)
+
+    return _cached(("insert_kept_with_keys",), dialect, build)
 
 
 def as_datetime(value: Any) -> datetime:

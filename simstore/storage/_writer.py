@@ -411,7 +411,13 @@ def insert_rows(conn: Connection, ns_id: int, rows: _Rows, *, unsigned_known: bo
                 .values(unsigned_rows=sa.true())
             ).rowcount
             committed_flag = not changed
-        row_id = prepared.insert_into(conn.dialect, fingerprints).run_rows(conn, rows.kept)
+        if conn.dialect.name == "postgresql" and len(rows.kept) == 1 and rows.signed:
+            # an add that keeps its text: the row and its band keys in one statement
+            values = {**rows.kept[0]._asdict(), "new_keys": list(rows.signed[0][1])}
+            prepared.insert_kept_with_keys(conn.dialect).run(conn, values)
+            rows.signed.clear()
+        else:
+            row_id = prepared.insert_into(conn.dialect, fingerprints).run_rows(conn, rows.kept)
     if rows.signed:
         # one kept row (every single add): its id is the insert's, not read back by key
         known = {rows.signed[0][0]: row_id} if len(rows.kept) == 1 and row_id else {}

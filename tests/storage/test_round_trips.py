@@ -100,7 +100,8 @@ def test_a_fingerprint_query_is_its_lookup_and_at_most_one_read_of_details(
 
     trips = _round_trips(store, query)
     store.close()
-    assert trips == (2 if near else 1)
+    # PostgreSQL keeps the near rows and reads their details in the lookup itself (bit_count)
+    assert trips == (2 if near and not server_url.startswith("postgresql") else 1)
 
 
 @pytest.mark.parametrize("kept", [True, False], ids=["kept", "duplicate"])
@@ -118,7 +119,8 @@ def test_an_add_is_its_lock_lookups_inserts_and_commit(server_url: str, kept: bo
     store.close()
     assert decided[0].inserted is kept
     if server_url.startswith("postgresql"):
-        # BEGIN, simstore_lock_for_add, the key's decision, candidates, one INSERT, COMMIT
+        # BEGIN, simstore_lock_for_add, the key's decision, candidates, one INSERT (a kept row
+        # with its band keys: one statement), COMMIT
         assert trips == 6
     else:
         # FOR UPDATE, the key's decision, candidates, the row (and the kept row's band keys
