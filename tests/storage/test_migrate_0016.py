@@ -12,8 +12,11 @@ the one upgraded without a kill, table for table and row for row, and hold exact
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -25,6 +28,7 @@ from simstore.storage.locking import lock_tables
 from simstore.storage.retention import EPOCH
 from simstore.storage.schema import settings
 from simstore.store import SimStore
+from tests._workers import ROOT
 from tests.conftest import new_server_database
 from tests.storage.test_migrate_resume import (
     _contents,
@@ -254,3 +258,32 @@ def test_0016_on_a_partitioned_database_partitions_the_keys_like_their_rows(
     )
     assert _side_pairs(partitioned) == set()
     assert _rows(partitioned, "SELECT count(*) FROM simstore_fingerprints")[0][0] == 0
+
+
+def _db_check(url: str) -> tuple[int, dict[str, Any], str]:
+    """``simstore --json db check`` in a process of its own: exit code, JSON, plain text."""
+    run = [sys.executable, "-m", "simstore.cli", "--db", url]
+    data = subprocess.run(
+        [*run, "--json", "db", "check"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    text = subprocess.run(
+        [*run, "db", "check"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert data.returncode == text.returncode, (data.stderr, text.stderr)
+    return data.returncode, json.loads(data.stdout), text.stdout
+
+
+def test_db_check_warns_of_autovacuum_disabled_on_the_band_keys() -> None:
+    url = new_server_database("postgresql")
+    migrate.upgrade(url)
+    code, data, _text = _db_check(url)
+    assert code == 0 and data["up_to_date"]
+    assert not any("simstore_minhash" in warning for warning in data["warnings"])
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE simstore_minhash SET (autovacuum_enabled = false)")
+    engine.dispose()
+    code, data, text = _db_check(url)
+    assert code == 0  # a warning, not a failure: the schema is up to date
+    [warning] = [w for w in data["warnings"] if "simstore_minhash" in w]
+    assert "autovacuum is disabled" in warning and f"warning: {warning}" in text

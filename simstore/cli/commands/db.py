@@ -77,14 +77,20 @@ def current(settings: Settings) -> None:
 def check(settings: Settings) -> None:
     """Exit 0 if the schema is up to date, else 1.
 
-    On failure the error line names the command that fixes it.
+    On failure the error line names the command that fixes it. On PostgreSQL it also warns of
+    server settings that slow simstore's lookups (autovacuum off, shared_buffers smaller than
+    the lookup indexes); warnings do not change the exit status.
     """
+    from simstore.storage import server
+
     status = _status(settings)
     data = _status_json(status) | {"error": status.error}
     if status.error is not None:
         emit(settings, data, None)
         raise Failure(status.error)
-    emit(settings, data, status.message)
+    found = server.warnings(settings.url)
+    lines = [status.message, *(f"warning: {warning}" for warning in found)]
+    emit(settings, data | {"warnings": found}, "\n".join(lines))
 
 
 @db.command()
