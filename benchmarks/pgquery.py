@@ -185,7 +185,11 @@ def _measure(store: SimStore, engine: sa.Engine, values: np.ndarray, asked: list
         cursor = raw.cursor()
         # simstore's own statement for one query at radius 3 (one value in each of 4 bands)
         shape = tuple((band, 1) for band in range(4))
-        own = prepared.near_rows(conn.dialect, shape, windowed=False)
+        # (a simstore without near_rows, for a before/after run: its candidate lookup, the
+        # distances then counted here)
+        keeps_near = hasattr(prepared, "near_rows")
+        lookup = prepared.near_rows if keeps_near else prepared.candidate_lookup
+        own = lookup(conn.dialect, shape, windowed=False)
         for i, query in enumerate(asked):
             truth = _truth(values, query)
             params = {"q": _signed(query), **_bands(query)}
@@ -205,6 +209,11 @@ def _measure(store: SimStore, engine: sa.Engine, values: np.ndarray, asked: list
 
             def raw_query(values_: dict[str, int] = own_params) -> set[int]:
                 cursor.execute(own.sql, values_)
+                if not keeps_near:
+                    near_ = ((int(row[1]) ^ values_["fp"]) & MASK for row in cursor.fetchall())
+                    return {
+                        (value ^ values_["fp"]) & MASK for value in near_ if value.bit_count() <= 3
+                    }
                 return {int(row[4]) & MASK for row in cursor.fetchall()}  # rows_by_id's columns
 
             order = [(simstore_query, mine), (peer_query, peer), (raw_query, raw_same)]
