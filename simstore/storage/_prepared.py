@@ -467,10 +467,8 @@ def _band_key_holders(count: int) -> sa.Select[Any]:
     """(band_key, fp_id) of the rows holding one of the band keys ``k0``.. (namespace ``ns``):
     one seek per key in the primary key, answered from it alone."""
     names: list[Any] = [sa.bindparam(f"k{j}") for j in range(count)]
-    key = minhash_keys.c.band_key
-    return sa.select(key, minhash_keys.c.fp_id).where(
-        key == names[0] if count == 1 else key.in_(names),
-        minhash_keys.c.ns_id == sa.bindparam("ns"),
+    return sa.select(minhash_keys.c.band_key, minhash_keys.c.fp_id).where(
+        minhash_keys.c.band_key.in_(names), minhash_keys.c.ns_id == sa.bindparam("ns")
     )
 
 
