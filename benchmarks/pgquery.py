@@ -7,7 +7,7 @@ N random 64-bit fingerprints (seeded) are loaded into a new database of the serv
 table ``peer(id, fp, b0, b1, b2, b3)`` with four B-tree indexes ``(band, fp)`` whose query is
 four band equalities ORed with ``bit_count`` of the XOR at radius 3, sent with psycopg directly
 (prepared by the server after a few runs). Then ``--queries`` queries at radius 3 (half random,
-half 1-3 bits from a kept fingerprint), one a call, alternating which system goes first: simstore
+half 1-3 bits from a kept fingerprint), one a call, in rotating order: simstore
 ``query(fingerprint=..., max_distance=3)``, the peer, and simstore's own candidate SQL sent raw
 through psycopg (``near_rows``: what the store's query costs the server and the driver, without
 simstore's Python around it). Every answer is checked against a numpy scan of the N values. Prints p50 /
@@ -190,8 +190,8 @@ def _measure(store: SimStore, engine: sa.Engine, values: np.ndarray, asked: list
         keeps_near = hasattr(prepared, "near_rows")
         lookup = prepared.near_rows if keeps_near else prepared.candidate_lookup
         own = lookup(conn.dialect, shape, windowed=False)
-        for i, query in enumerate(asked):
-            truth = _truth(values, query)
+        truths = [_truth(values, query) for query in asked]  # before, not between the timings
+        for i, (query, truth) in enumerate(zip(asked, truths, strict=True)):
             params = {"q": _signed(query), **_bands(query)}
             own_params = {
                 "ns": store.ns_id,
@@ -217,8 +217,7 @@ def _measure(store: SimStore, engine: sa.Engine, values: np.ndarray, asked: list
                 return {int(row[4]) & MASK for row in cursor.fetchall()}  # rows_by_id's columns
 
             order = [(simstore_query, mine), (peer_query, peer), (raw_query, raw_same)]
-            if i % 2:
-                order.reverse()
+            order = order[i % 3 :] + order[: i % 3]  # each system first a third of the time
             results = {}
             for call, samples in order:
                 sent()
