@@ -145,6 +145,7 @@ class MinHashVerification(Policy):
     # True: texts that differ only by their identity (two product pages of one template) are
     # duplicates too; look-alikes are not set apart
     merge_identity_swaps: bool = False
+    expire_by_last_seen: bool = False  # see Policy.expire_by_last_seen
 
     def __post_init__(self) -> None:
         _check_measure(self.measure)
@@ -177,6 +178,7 @@ class MinHashVerification(Policy):
             "keep_symbols",
             "identity_rule",
             "merge_identity_swaps",
+            "expire_by_last_seen",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInput(f"{name} must be True or False")
