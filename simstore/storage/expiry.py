@@ -39,6 +39,7 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from simstore.storage import _prepared as prepared
 from simstore.storage.db import connection_for
 from simstore.storage.locking import lock_for_write, require_namespace
 from simstore.storage.retention import partition_of
@@ -66,30 +67,23 @@ def move_to_last_sighting(
     exclusive: bool,
 ) -> int:
     """Move the kept rows ``seen`` names (key -> the latest duplicate's naive UTC time) to that
-    time and its partition, where it is later than theirs; the rows moved. ``exclusive``: the
-    caller holds the namespace's exclusive lock (else, on PostgreSQL, each row's sighting lock
-    is taken first, in key order)."""
+    time and its partition, where it is later than theirs; how many were asked to move.
+    ``exclusive``: the caller holds the namespace's exclusive lock (else, on PostgreSQL, each
+    row's sighting lock is taken first, in key order)."""
     if not seen:
         return 0
     ordered = sorted(seen.items())
     if conn.dialect.name == "postgresql" and not exclusive:
+        lock = prepared.sighting_lock(conn.dialect)
         for key, _moment in ordered:
-            lock = sa.text("SELECT pg_advisory_xact_lock(:k)")
-            conn.execute(lock, {"k": _sighting_lock(ns_id, key)})
-    statement = (
-        sa.update(fingerprints)
-        .where(
-            fingerprints.c.ns_id == sa.bindparam("ns"),
-            fingerprints.c.key == sa.bindparam("k"),
-            fingerprints.c.added_at < sa.bindparam("m"),
-        )
-        .values(added_at=sa.bindparam("m"), part=sa.bindparam("p"))
-    )
-    params = [
+            lock.run(conn, {"k": _sighting_lock(ns_id, key)})
+    statement = prepared.move_kept(conn.dialect)
+    values = [
         {"ns": ns_id, "k": key, "m": moment, "p": partition_of(moment, partition_seconds)}
         for key, moment in ordered
     ]
-    return int(conn.execute(statement, params).rowcount or 0)
+    statement.run_rows(conn, [tuple(row[name] for name in statement.names) for row in values])
+    return len(values)
 
 
 class Fill(NamedTuple):
