@@ -29,7 +29,7 @@ from simstore.cli.output import (
     verdict,
 )
 from simstore.storage.db import redact
-from simstore.storage.expiry import Fill
+from simstore.storage.expiry import Fill, check_max_kept
 from simstore.text.encoding import to_hex
 
 if TYPE_CHECKING:
@@ -309,6 +309,7 @@ def cap(settings: Settings, max_kept: str | None) -> None:
     if max_kept is not None:
         text = max_kept.strip().lower()
         value = None if text in ("none", "off") else _as_int(text)
+        check_max_kept(value)  # bad input first, whatever the namespace
     with open_store(settings) as store:
         if max_kept is not None:
             store.set_max_kept(value)  # type: ignore[arg-type]  # checked there
