@@ -366,3 +366,70 @@ def test_sightings_racing_a_purge_lose_no_sighted_text(database_url: str) -> Non
         for number in range(RACED):
             found = store.query(_raced_text(number) + "?", now=now)
             assert len(found) == 1 and found[0].key in latest
+
+
+def _raced_value(number: int, worker: int | None = None) -> int:
+    """Kept value ``number``, or worker ``worker``'s sighting of it: one bit flipped in each band
+    but band ``worker`` (a bit of its own), so that two workers' values differ in every 16-bit
+    band. They are 3 bits from the kept value and 6 from each other: no band lock of one add is
+    the other's (``simstore.storage.locking``), so both may find and move the kept row at once."""
+    value = random.Random(number).getrandbits(64)
+    if worker is None:
+        return value
+    for band in range(4):
+        if band != worker:
+            value ^= 1 << (band * 16 + worker)
+    return value
+
+
+def _partitioned_sighter(url: str, worker: int, barrier: Any, out: Any) -> None:
+    store = SimStore(url, namespace="raced", partition="1h")
+    moment = T0 + timedelta(hours=1 + worker)  # each worker's sightings in another partition
+    barrier.wait()
+    try:
+        for number in range(RACED):
+            value = _raced_value(number, worker)
+            store.add(key=f"w{worker}-{number}", fingerprint=value, at=moment)
+        out.put(worker)
+    except Exception as error:  # the test shows it, instead of waiting for a result
+        out.put(f"worker {worker}: {type(error).__name__}: {error}")
+    finally:
+        store.close()
+
+
+@pytest.mark.slow  # OS processes racing
+def test_sightings_racing_on_a_partitioned_postgresql_database_move_each_row_once() -> None:
+    """Single adds in processes sight the same kept fingerprints at once, each moving them to
+    another partition: they take turns (a row moved by a concurrent UPDATE would fail the
+    second), and every kept row ends in the partition of its latest sighting."""
+    url = new_server_database("postgresql")
+    migrate.upgrade(url)
+    engine = create_engine_for(url)
+    policy = SimHashOnly(expire_by_last_seen=True)
+    try:
+        with engine.begin() as conn:
+            partitions.enable(conn, interval="1h", keep="1d", now=T0 - timedelta(hours=1))
+            # again, later: the partitions up to the last worker's hour are made too
+            partitions.enable(conn, interval="1h", keep="1d", now=T0 + timedelta(hours=1))
+        with SimStore(engine, namespace="raced", partition="1h", policy=policy) as store:
+            for number in range(RACED):
+                store.add(key=f"k{number}", fingerprint=_raced_value(number), at=T0)
+        context = multiprocessing.get_context("spawn")
+        barrier, out = context.Barrier(WORKERS), context.Queue()
+        workers = [
+            context.Process(target=_partitioned_sighter, args=(url, w, barrier, out))
+            for w in range(WORKERS)
+        ]
+        assert sorted(map(str, run_together(workers, out))) == [str(w) for w in range(WORKERS)]
+        last = T0 + timedelta(hours=WORKERS)
+        with engine.connect() as conn:
+            homes = conn.execute(
+                sa.text("SELECT key, added_at, tableoid::regclass::text FROM simstore_fingerprints")
+            ).all()
+        assert sorted(key for key, _at, _home in homes) == sorted(f"k{n}" for n in range(RACED))
+        hour = int(last.timestamp()) // 3600 * 3600
+        assert {(at, home) for _key, at, home in homes} == {
+            (last.replace(tzinfo=None), f"simstore_fingerprints_p{hour}")
+        }
+    finally:
+        engine.dispose()
