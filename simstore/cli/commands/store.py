@@ -242,7 +242,7 @@ def purge(settings: Settings, keep: str | None, dry_run: bool) -> None:
         data["database_partitions"] = {"interval": interval, "keep": kept_for}
     if purged is None:
         data |= {"deleted": 0, "tables": None}
-        note = "no retention window and no cap: nothing purged (give --keep, e.g. --keep 2d)"
+        note = "no retention window: nothing purged (give --keep, e.g. --keep 2d)"
         emit(settings, data, f"{settings.namespace}: {note}")
         return
     tables = {
