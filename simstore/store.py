@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +19,8 @@ from simstore.io.handover import LoadReport
 from simstore.io.ingest import Rejected
 from simstore.io.ingest import ingest as ingest_records
 from simstore.policy import _planning as planning
-from simstore.policy.decide import Rule
-from simstore.policy.policies import Policy, SimHashOnly, check_policy
+from simstore.policy.decide import Rule, decide_in_order
+from simstore.policy.policies import Item, Policy, SimHashOnly, check_policy
 from simstore.results import Decision, Judged, Match, Purged, Search, Stats
 from simstore.storage import expiry, maintenance, reads
 from simstore.storage._connections import for_store
@@ -33,6 +33,7 @@ from simstore.validate import MAX_TEXT_LENGTH, check_int, check_key, check_radiu
 
 if TYPE_CHECKING:
     from simstore.io.report import Texts
+    from simstore.policy.whatif import WhatIf
 
 __all__ = ["BatchFailed", "Decision", "Match", "Search", "SimStore", "Stats"]
 
@@ -170,18 +171,36 @@ class SimStore:
         limit: int | None = None,
         now: datetime | None = None,
         batch_size: int = 1000,
+        in_order: bool = False,
+        keys: Sequence[str] | None = None,
     ) -> list[list[Match]]:
         """``query`` for many texts (str) or fingerprints (int): one list of matches per query,
-        in order, each what ``query`` answers for it; looked up a batch at a time."""
+        in order, each what ``query`` answers for it; looked up a batch at a time.
+
+        :param in_order: also compare each query with the earlier queries of this call that
+            ``add_many`` would keep, and decide them as it would (``simstore.policy.decide``):
+            an empty list means the query would be kept, else its first match is the kept text
+            (of the namespace, or an earlier query) it would be a duplicate of. Nothing is
+            written; every query is held in memory until the end.
+        :param keys: with ``in_order``, the queries' unique keys, which name a match among them
+            (default ``"0"``, ``"1"``, ...).
+        """
         check_int("limit", limit, lowest=1, optional=True)
         check_int("batch_size", batch_size, lowest=1)
         raw, moment = planning.query_triples(queries), utc_naive(now)
+        if keys is not None or in_order:
+            raw = planning.keyed_triples(raw, keys, in_order=in_order)
         found: list[list[Match]] = []
+        planned: list[Item] = []
         for start in range(0, len(raw), batch_size):
             items = self._planner.items(raw[start : start + batch_size], max_distance)
-            batch = self._finder.query(self._connections, items, moment, self._rule)
-            found.extend(matches[:limit] if limit else matches for matches in batch)
-        return found
+            found.extend(self._finder.query(self._connections, items, moment, self._rule))
+            if in_order:
+                planned.extend(items)
+        if in_order:
+            decided = decide_in_order(planned, [moment] * len(planned), self._rule, found=found)
+            found = [matches or [] for matches in decided]
+        return [matches[:limit] if limit else matches for matches in found]
 
     def add(
         self,
@@ -280,6 +299,31 @@ class SimStore:
     def stats(self) -> Stats:
         """Counts and time span of the namespace."""
         return reads.stats(self.scope)
+
+    def whatif(
+        self,
+        texts: Sequence[str] | None = None,
+        *,
+        keys: Sequence[str] | None = None,
+        policy: str | None = None,
+        options: Mapping[str, object] | None = None,
+        sample: int = 1000,
+    ) -> WhatIf:
+        """What would flip under a proposed recipe: ``texts`` (or the latest ``sample`` kept
+        texts the namespace stores, short texts only) decided under the namespace's recipe and
+        under the change, DB-free (``simstore.policy.whatif``). Reads only.
+
+        :param texts: the texts to decide, in input order (None: a sample of the kept texts).
+        :param keys: their unique keys (default ``"0"``, ``"1"``, ...).
+        :param policy: another policy's name to try (None: the namespace's, with ``options``).
+        :param options: the options to change (``--policy-option`` names and values).
+        :param sample: how many kept texts to read when ``texts`` is None.
+        """
+        from simstore.io import whatif
+
+        return whatif.decide(
+            self.scope, texts, keys=keys, policy=policy, options=options, sample=sample
+        )
 
     @property
     def max_kept(self) -> int | None:

@@ -11,12 +11,15 @@ library; what lives here is declaring options, showing results and turning error
 - ``commands.store``: ``query``, ``show``, ``explain``, ``purge``, ``stats``;
 - ``commands.fingerprints``: ``fingerprint``, ``presets``, ``policies`` (no database);
 - ``commands.report``: ``report`` (one HTML page, ``simstore.io.report``);
+- ``commands.check``: ``check`` (a new source against a namespace, read-only);
+- ``commands.whatif``: ``whatif`` (what a proposed recipe would flip, ``simstore.policy.whatif``);
 - ``commands.db``: ``db upgrade``, ``db current``, ``db check``, ``db partition``, ``db load``;
 - ``commands.spark``: ``spark dedup`` (``simstore.spark``; PySpark imported only when it runs).
 """
 
 from simstore.cli._app import main
 from simstore.cli.commands import (  # noqa: F401 - importing registers
+    check,
     db,
     fingerprints,
     ingest,
@@ -24,6 +27,7 @@ from simstore.cli.commands import (  # noqa: F401 - importing registers
     report,
     spark,
     store,
+    whatif,
 )
 
 __all__ = ["main"]

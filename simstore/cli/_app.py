@@ -333,13 +333,19 @@ def _option_pair(option: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def requested_policy(settings: Settings) -> Policy | None:
-    """The policy the global options ask for; None when they name none (adopt the namespace's)."""
+def requested_options(settings: Settings) -> dict[str, object]:
+    """The policy options the global options give (--policy-option, --threshold, ...)."""
     options: dict[str, object] = dict(settings.policy_options)
     if settings.threshold is not None:
         options["threshold"] = settings.threshold
     if settings.long_threshold is not None:
         options["long_threshold"] = settings.long_threshold
+    return options
+
+
+def requested_policy(settings: Settings) -> Policy | None:
+    """The policy the global options ask for; None when they name none (adopt the namespace's)."""
+    options = requested_options(settings)
     if settings.policy is None and not options:
         return None
     return policy_with(settings.policy or "minhash", options)

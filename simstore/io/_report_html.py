@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
@@ -514,18 +514,14 @@ def _stored(report: Report) -> str:
 def page(report: Report) -> str:
     """The whole page."""
     period = "everything" if report.since is None else f"decided since {_when(report.since)}"
-    meta = "".join(
-        f"<dt>{_e(label)}</dt><dd>{_e(value)}</dd>"
-        for label, value in (
-            ("database", report.database),
-            ("namespace", report.namespace),
-            ("preset", report.preset),
-            ("policy", report.policy),
-            ("period", period),
-            ("generated", _when(report.generated_at)),
-        )
+    meta = (
+        ("database", report.database),
+        ("namespace", report.namespace),
+        ("preset", report.preset),
+        ("policy", report.policy),
+        ("period", period),
+        ("generated", _when(report.generated_at)),
     )
-    nav = "".join(f'<a href="#{ident}">{_e(title)}</a>' for ident, title in SECTIONS)
     bodies = {
         "counts": _counts(report),
         "scores": _scores(report),
@@ -534,14 +530,27 @@ def page(report: Report) -> str:
         "refused": _refused(report),
         "stored": _stored(report),
     }
-    sections = "".join(
-        f'<section id="{ident}"><h2>{_e(title)}</h2>{bodies[ident]}</section>'
-        for ident, title in SECTIONS
+    return document(f"simstore report: {report.namespace}", meta, SECTIONS, bodies)
+
+
+def document(
+    title: str,
+    meta: Sequence[tuple[str, object]],
+    sections: Sequence[tuple[str, str]],
+    bodies: Mapping[str, str],
+) -> str:
+    """A page in the report's style: a header with ``meta`` (label, value) and a link to each
+    of ``sections`` (id, title), then each section's body (HTML already)."""
+    listed = "".join(f"<dt>{_e(label)}</dt><dd>{_e(value)}</dd>" for label, value in meta)
+    nav = "".join(f'<a href="#{ident}">{_e(name)}</a>' for ident, name in sections)
+    shown = "".join(
+        f'<section id="{ident}"><h2>{_e(name)}</h2>{bodies[ident]}</section>'
+        for ident, name in sections
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>simstore report: {_e(report.namespace)}</title><style>{_CSS}</style></head>"
-        f"<body><main><header><h1>simstore report: {_e(report.namespace)}</h1>"
-        f'<dl class="meta">{meta}</dl><nav>{nav}</nav></header>{sections}</main></body></html>\n'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
+        f"<body><main><header><h1>{_e(title)}</h1>"
+        f'<dl class="meta">{listed}</dl><nav>{nav}</nav></header>{shown}</main></body></html>\n'
     )

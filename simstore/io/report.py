@@ -67,6 +67,7 @@ __all__ = [
     "render",
     "thresholds",
     "write",
+    "write_page",
 ]
 
 
@@ -355,14 +356,18 @@ def write(
         check_paths({"the report's path": path}, database=scope.connections.engine.url)
     html = render(gather(scope, **options))
     if path is not None:
-        try:
-            with replaced(path) as stream:
-                stream.write(html)
-        except (OSError, InvalidInput) as error:  # InvalidInput: no temporary file there
-            raise InvalidInput(
-                f"cannot write the report to {os.fspath(path)!r}: {error}"
-            ) from error
+        write_page(path, html)
     return html
+
+
+def write_page(path: str | os.PathLike[str], html: str) -> None:
+    """Write a page to ``path``, replaced whole, never left half-written (check the path with
+    ``check_paths`` first)."""
+    try:
+        with replaced(path) as stream:
+            stream.write(html)
+    except (OSError, InvalidInput) as error:  # InvalidInput: no temporary file there
+        raise InvalidInput(f"cannot write the report to {os.fspath(path)!r}: {error}") from error
 
 
 def _measures(

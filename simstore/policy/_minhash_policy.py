@@ -36,6 +36,7 @@ from simstore.policy._base import (
 from simstore.results import Judged, Match
 from simstore.text import minhash
 from simstore.text._algorithms import default_normalise, default_normalise_many
+from simstore.text.edges import flat, joined, shared_edges
 from simstore.text.lookalike import (
     Context,
     Swap,
@@ -49,6 +50,7 @@ from simstore.text.normalise import compare_normalise, compare_normalise_many
 from simstore.text.similarity import (
     char_ngrams,
     containment_of_sets,
+    jaccard_of_sets,
     replacements,
 )
 from simstore.validate import check_fraction, check_int
@@ -145,6 +147,14 @@ class MinHashVerification(Policy):
     # True: texts that differ only by their identity (two product pages of one template) are
     # duplicates too; look-alikes are not set apart
     merge_identity_swaps: bool = False
+    # short texts the rule would merge: the whole lines both hold at their end (a footer, a
+    # disclaimer, a signature) and, with them, at their start (a greeting) are set aside, and
+    # what remains of the two must reach this 3-gram Jaccard (or ``containment``, or one hold the
+    # other), so that two messages under one footer are told apart; an edited copy keeps what
+    # remains alike (unrelated short messages score .0-.15, a line with a few words replaced .4
+    # and up). None: the whole texts decide (simstore 0.4's rule). A kept short text keeps its
+    # lines (``simstore.text.edges``)
+    shared_lines_rest: float | None = 0.3
     expire_by_last_seen: bool = False  # see Policy.expire_by_last_seen
 
     def __post_init__(self) -> None:
@@ -157,6 +167,7 @@ class MinHashVerification(Policy):
             "containment",
             "min_contained",
             "long_containment",
+            "shared_lines_rest",
         ):
             check_fraction(name, getattr(self, name))
         check_int("short_length", self.short_length, lowest=0)
@@ -219,7 +230,7 @@ class MinHashVerification(Policy):
         prepared = self.prepare(text)
         if self._sets_apart():
             item.context = context(prepared)
-        self._planned(item, self.normalise(prepared), max_distance)
+        self._planned(item, self.normalise(prepared), max_distance, prepared)
 
     def plan_many(
         self, items: Sequence[Item], texts: Sequence[str], max_distance: int
@@ -233,14 +244,19 @@ class MinHashVerification(Policy):
                 own, prepared = self.normalise(text), text
             if self._sets_apart():
                 item.context = context(prepared)
-            self._planned(item, own, max_distance)
+            self._planned(item, own, max_distance, prepared)
             item.planned = True
         self.sign(items)
         return list(items)
 
-    def _planned(self, item: Item, normalised: str, max_distance: int) -> None:
+    def _planned(self, item: Item, normalised: str, max_distance: int, prepared: str) -> None:
         item.radius = max_distance
-        item.text = normalised if len(normalised) < self.short_length else None
+        item.text = None
+        if len(normalised) < self.short_length:
+            item.text = normalised
+            if self.shared_lines_rest is not None and ("\n" in prepared or "\r" in prepared):
+                lines = [self.normalise(line) for line in prepared.splitlines()]
+                item.text = joined(lines, normalised)
         item.normalised = normalised  # signed with the rest of the batch (``sign``)
         cjk = _cjk_characters(normalised)
         item.mostly_cjk = 2 * cjk > len(normalised) - normalised.count(" ")
@@ -347,15 +363,32 @@ class MinHashVerification(Policy):
         if estimate < self.prefilter:
             return None
         measure = self.measure
-        score = (scores or self.score)(item.text, kept.text)
+        own, other = flat(item.text), flat(kept.text)
+        score = (scores or self.score)(own, other)
         if score < self.threshold:
-            contained = self._contained(item.text, kept.text, scores)
+            contained = self._contained(own, other, scores)
             if contained is None:
                 return None
             measure, score = "containment", contained
-        if self._short_lookalike(item, kept.text):
+        if self._short_lookalike(item, other) or self._edges_only(item.text, kept.text):
             return None
         return Match(kept.key, kept.fingerprint, distance, kept.added_at, measure, round(score, 6))
+
+    def _edges_only(self, own: str, other: str) -> str | None:
+        """What two short texts that the rule accepts share only at their edges (``"3 leading
+        and 2 trailing line(s)"``): set aside, what remains of them is unrelated. None when they
+        share no such lines, or what remains is alike too (``shared_lines_rest``)."""
+        if self.shared_lines_rest is None:
+            return None
+        edges = shared_edges(own, other)
+        if edges is None or edges.own in edges.other or edges.other in edges.own:
+            return None  # (what remains of one is in the other's: a line added, a repost marker)
+        left, right = char_ngrams(edges.own, 3), char_ngrams(edges.other, 3)
+        if jaccard_of_sets(left, right) >= self.shared_lines_rest:
+            return None
+        if self.containment is not None and containment_of_sets(left, right) >= self.containment:
+            return None  # what remains of one is in the other's: a copy cut short, edited
+        return f"{edges.leading} leading and {edges.trailing} trailing line(s)"
 
     def _long_bar(self, item: Item) -> float:
         """The estimate a pair decided by its estimate must reach (``item`` is the new text)."""
@@ -398,7 +431,7 @@ class MinHashVerification(Policy):
 
     def _opening(self, side: Item | Kept) -> str | None:
         if side.text is not None:
-            return side.text[: self.opening_length]
+            return flat(side.text)[: self.opening_length]
         return None if side.signature is None else minhash.opening_of(side.signature)
 
     def _contained(
@@ -453,7 +486,7 @@ class MinHashVerification(Policy):
             return []
         return identity_swaps(
             kept_text,
-            item.text or "",
+            flat(item.text or ""),
             self._context(item),
             typos=self.typos,
             numbers=self.numbers_matter,
@@ -511,7 +544,7 @@ class MinHashVerification(Policy):
 
     def _sketch(self, side: Item | Kept) -> tuple[str, ...] | None:
         if side.text is not None:
-            return number_sketch(side.text)
+            return number_sketch(flat(side.text))
         return None if side.signature is None else minhash.sketch_of(side.signature)
 
     def _lookalike(self, a: str, b: str) -> bool:
@@ -544,22 +577,29 @@ class MinHashVerification(Policy):
             if places is not None and accepted and not self.identity_rule:
                 reason = f"look-alike: {places} replaced word(s) in the opening"
             return _judged(kept, distance, "minhash", estimate, least, reason, judged.matched)
-        score = self.score(item.text, kept.text)
+        own, other = flat(item.text), flat(kept.text)
+        score = self.score(own, other)
+        accepted = score >= self.threshold or self._contained(own, other) is not None
+        swaps = self._short_swaps(item, other) if accepted and not judged.matched else []
         if judged.matched:
             reason = "duplicate"
         elif estimate < self.prefilter:
             return _judged(
                 kept, distance, "minhash", estimate, self.prefilter, "estimate under the prefilter"
             )
-        elif score < self.threshold:
+        elif not accepted:
             reason = "score under the threshold"
-        elif self.identity_rule:
-            reason = _lookalike_reason(self._short_swaps(item, kept.text))
-        else:
-            places, numbers = replacements(item.text, kept.text, typos=self.typos)
+        elif swaps:
+            reason = _lookalike_reason(swaps)
+        elif not self.identity_rule and self._lookalike(own, other):
+            places, numbers = replacements(own, other, typos=self.typos)
             reason = f"look-alike: {places} replaced word(s)" + (
                 ", numbers differ" if numbers else ""
             )
+        elif (edges := self._edges_only(item.text, kept.text)) is not None:
+            reason = f"alike only in the lines both share: {edges} set aside, the rest differs"
+        else:
+            reason = "look-alike"
         return _judged(kept, distance, self.measure, score, self.threshold, reason, judged.matched)
 
     def describe(self, max_distance: int) -> str:

@@ -177,6 +177,29 @@ def query_triples(queries: Iterable[object]) -> list[tuple[Any, Any, Any]]:
     return raw
 
 
+def keyed_triples(
+    raw: Sequence[tuple[Any, Any, Any]], keys: Sequence[str] | None, *, in_order: bool
+) -> list[tuple[Any, Any, Any]]:
+    """``query_triples`` named by ``keys`` (unique; default the positions, ``"0"``, ``"1"``...):
+    ``query_many(in_order=True)`` names a match among its queries by their key."""
+    if keys is None:
+        names = [str(position) for position in range(len(raw))]
+    elif isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
+        raise InvalidType("keys must be a sequence of strings, one per query")
+    else:
+        names = list(keys)
+    if not in_order:
+        raise InvalidInput("keys name the queries for in_order=True: give in_order=True too")
+    if len(names) != len(raw):
+        raise InvalidInput(f"{len(names)} keys for {len(raw)} queries")
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InvalidInput(f"keys must be unique: {name!r} is given more than once")
+        seen.add(name)
+    return [(name, text, value) for name, (_key, text, value) in zip(names, raw, strict=True)]
+
+
 @dataclass(frozen=True)
 class Planner:
     """How one store makes its input into items: its preset, policy, radius and text limit.

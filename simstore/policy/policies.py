@@ -127,6 +127,8 @@ _OPTIONAL: dict[str, type] = {
     "long_containment": float,
     "long_radius": int,
     "long_threshold": float,
+    "opening_length": int,
+    "shared_lines_rest": float,
 }
 """Options that may be None, with the type of their other values."""
 
@@ -190,6 +192,7 @@ _BEFORE_OPTION: dict[str, dict[str, object]] = {
         "identity_rule": False,
         "merge_identity_swaps": False,
         "minhash_bands": minhash.LAYOUT,  # recipe 2: 24 x 3 (minhash.LAYOUTS)
+        "shared_lines_rest": None,  # lines shared at the edges set aside: after simstore 0.4.0
     },
 }
 """For a recipe recorded before an option existed, the value that keeps the rule it recorded."""

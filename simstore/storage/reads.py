@@ -104,3 +104,25 @@ def stats(scope: Scope) -> Stats:
         int(parts),
         cap,
     )
+
+
+def kept_texts(scope: Scope, limit: int) -> list[tuple[str, str]]:
+    """The latest ``limit`` kept rows that keep their normalised text (short texts), as
+    (key, text) in the order they were kept. The namespace is checked."""
+    with scope.connections.reading() as conn:
+        rows = conn.execute(
+            sa.select(fingerprints.c.key, fingerprints.c.text, fingerprints.c.packed_text)
+            .where(
+                fingerprints.c.ns_id == scope.ns_id,
+                sa.or_(fingerprints.c.text.is_not(None), fingerprints.c.packed_text.is_not(None)),
+            )
+            .order_by(fingerprints.c.id.desc())
+            .limit(limit)
+        ).all()
+        require_namespace(conn, scope.ns_id, scope.namespace)
+    texts: list[tuple[str, str]] = []
+    for row in reversed(rows):
+        text = kept_text_of(row.text, row.packed_text)
+        if text:
+            texts.append((str(row.key), text))
+    return texts

@@ -684,6 +684,32 @@ def test_cli_against_a_live_store_then_db_load_equals_ingesting_both_halves(
     assert decisions_in(url, "incremental", keys) == expected
 
 
+def test_cli_against_a_store_writes_the_duplicates_simstore_check_finds(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``spark dedup --against URL --dups`` and ``simstore check`` of the same new records give
+    the same duplicates with the same fields (key, duplicate_of, distance, measure, score)."""
+    records = corpus_slice(300, seed=37)
+    first = jsonl(tmp_path / "first.jsonl", records[:150])
+    second = jsonl(tmp_path / "second.jsonl", records[150:])
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    simstore_cli("--db", url, "ingest", str(first))
+    dups = tmp_path / "dups"
+    in_process("--db", url, "spark", "dedup", str(second), "--against", url,
+               "--out", str(tmp_path / "out"), "--dups", str(dups))  # fmt: skip
+    by_spark = [json.loads(line) for part in sorted(dups.glob("part-*"))
+                for line in part.read_text(encoding="utf-8").splitlines()]  # fmt: skip
+    checked = subprocess.run(
+        [sys.executable, "-m", "simstore.cli", "--db", url, "--quiet", "check", str(second)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    lines = [json.loads(line) for line in checked.splitlines()]
+    by_check = [{k: v for k, v in line.items() if k != "decision"} for line in lines
+                if line["decision"] == "duplicate"]  # fmt: skip
+    assert by_spark and by_check == by_spark
+    assert any(line["duplicate_of"] in dict(records[150:]) for line in by_check)  # in the batch
+
+
 def test_cli_against_a_hand_over_equals_ingesting_both_halves(
     spark: SparkSession, tmp_path: Path
 ) -> None:

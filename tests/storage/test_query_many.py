@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,44 @@ def test_query_many_refuses_what_is_not_a_text_or_a_fingerprint(
         store.query_many(["a text"], batch_size=0)
     with pytest.raises(InvalidInput):
         store.query_many(["a text"], max_distance=5)  # a radius with a text, under minhash
+
+
+def test_query_many_in_order_decides_as_add_many_would_and_writes_nothing(
+    make_store: Callable[..., SimStore], dialect: str
+) -> None:
+    """The reference is the store itself: ``add_many`` of the same records into a copy of the
+    namespace (the first half added to both), whose recorded decisions ``in_order`` must give."""
+    records = corpus(400)
+    base, new = records[:200], records[200:]
+    new += [(f"copy-{key}", text + "!") for key, text in new[:20]]  # duplicates inside the input
+    checked = make_store()
+    added = make_store(namespace=f"{checked.namespace}-added")
+    for store in (checked, added):
+        list(store.add_many(base, batch_size=100))
+    before = checked.stats()
+    texts, keys, now = [text for _key, text in new], [key for key, _text in new], datetime.now()
+    found = checked.query_many(texts, keys=keys, in_order=True, batch_size=64, now=now)
+    decided = list(added.add_many(new, batch_size=100))
+    assert checked.stats() == before  # nothing written
+    expected = [(d.inserted, d.recorded_as) for d in decided]
+    assert [(not m, m[0].key if m else None) for m in found] == expected
+    within = {key for key, _text in new}
+    assert any(m and m[0].key in within for m in found)  # a duplicate of an earlier query
+    assert any(m and m[0].key not in within for m in found)  # and one of the namespace
+    limited = checked.query_many(texts, keys=keys, in_order=True, limit=1, now=now)
+    assert limited == [m[:1] for m in found]
+
+
+def test_query_many_in_order_refuses_keys_that_do_not_name_the_queries(
+    make_store: Callable[..., SimStore],
+) -> None:
+    store = make_store()
+    with pytest.raises(InvalidInput, match="2 keys for 1 queries"):
+        store.query_many(["a text"], keys=["a", "b"], in_order=True)
+    with pytest.raises(InvalidInput, match="'a' is given more than once"):
+        store.query_many(["one text", "two texts"], keys=["a", "a"], in_order=True)
+    with pytest.raises(InvalidInput, match="in_order=True"):
+        store.query_many(["a text"], keys=["a"])
+    with pytest.raises(InvalidType):
+        store.query_many(["a text"], keys="a", in_order=True)
+    assert store.query_many(["a text", "a text"], in_order=True)[1][0].key == "0"

@@ -362,8 +362,8 @@ def _add_records(
     return tally
 
 
-def input_options(command: F) -> F:
-    """The options ingest and dedup share, declared once."""
+def reading_options(command: F) -> F:
+    """How records are read, declared once: ingest, dedup, check and whatif."""
     decorators = [
         click.option(
             "--format",
@@ -391,6 +391,16 @@ def input_options(command: F) -> F:
             "its text (the same records fed again, by any path or stdin, replay; a copy of a "
             "kept text is an exact duplicate), or 'line', <file>:<line>.",
         ),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+def input_options(command: F) -> F:
+    """The options ingest and dedup share, declared once."""
+    decorators = [
+        reading_options,
         click.option(
             "--max-distance",
             type=int,

@@ -1,0 +1,71 @@
+"""Lines two texts share at their edges: a footer, a disclaimer, a signature, a greeting.
+
+Two unrelated short messages under one footer look alike to any similarity of the whole texts:
+the footer is most of what they hold. Set the lines both share at their end (and, with them, at
+their start) aside, and what remains tells them apart; a copy of one message (with its footer,
+or edited inside its lines) still matches, since what remains of it matches too. A block shared
+only at the start is no footer: it is the message itself as often as a header (a quotation under
+another attribution, a copy cut short). A text is kept as its normalised lines joined by
+``LINE`` (``joined``), so that its lines survive in a store's row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+LINE = "\n"
+"""What separates a kept text's normalised lines (a normalised text has single spaces only)."""
+
+
+def flat(text: str) -> str:
+    """A kept text as one line: its lines joined by spaces, as the whole text normalises."""
+    return text.replace(LINE, " ") if LINE in text else text
+
+
+def joined(lines: Sequence[str], normalised: str) -> str:
+    """``normalised`` with its lines (each normalised on its own) kept apart by ``LINE``, when
+    they make it (joined by spaces, they are ``normalised``); else ``normalised`` itself."""
+    kept = [line for line in lines if line]
+    if len(kept) < 2 or " ".join(kept) != normalised:
+        return normalised
+    return LINE.join(kept)
+
+
+@dataclass(frozen=True)
+class Edges:
+    """How many whole lines two texts share at their start (``leading``) and at their end
+    (``trailing``), and what remains of each between them."""
+
+    leading: int
+    trailing: int
+    own: str
+    other: str
+
+    @property
+    def shared(self) -> int:
+        return self.leading + self.trailing
+
+
+def shared_edges(own: str, other: str) -> Edges | None:
+    """The lines two kept texts (``joined``) share at their end and, with them, at their start,
+    if both texts hold more than them; None when they share no line at their end, or one text is
+    only lines the other has at its edges (a copy with a header or footer added: containment's)."""
+    if LINE not in own or LINE not in other:
+        return None
+    left, right = own.split(LINE), other.split(LINE)
+    most = min(len(left), len(right))
+    leading = 0
+    while leading < most and left[leading] == right[leading]:
+        leading += 1
+    trailing = 0
+    while (
+        trailing < most - leading
+        and left[len(left) - 1 - trailing] == right[len(right) - 1 - trailing]
+    ):
+        trailing += 1
+    if not trailing or leading + trailing >= most:
+        return None
+    rest_left = " ".join(left[leading : len(left) - trailing])
+    rest_right = " ".join(right[leading : len(right) - trailing])
+    return Edges(leading, trailing, rest_left, rest_right)

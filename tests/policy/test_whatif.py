@@ -1,0 +1,107 @@
+"""``simstore.policy.whatif``: the same texts decided under two recipes, and what flips."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simstore.errors import InvalidInput
+from simstore.policy import batch, whatif
+from simstore.policy.policies import (
+    DEFAULT_POLICY,
+    MinHashVerification,
+    SimHashOnly,
+    policy_from_recipe,
+    policy_with,
+)
+
+# short news sentences: two reworded pairs (jaccard between .45 and .55 under the default
+# policy), one copy with a "!" added, and texts unlike the others
+TEXTS = [
+    "Heavy rain is expected across the north of the country on Tuesday, forecasters said.",
+    "Forecasters said heavy rain is expected in the north of the country from Tuesday night.",
+    "The central bank kept interest rates unchanged at its meeting on Thursday.",
+    "The central bank left its main interest rate unchanged on Thursday, as expected.",
+    "Local volunteers cleaned up the riverbank on Saturday morning.",
+    "Volunteers from the town cleaned the riverbank early on Saturday.",
+    "A new bridge over the river opened to traffic this week.",
+    "A new bridge over the river opened to traffic this week!",
+]
+KEYS = [f"k{i}" for i in range(len(TEXTS))]
+
+
+def test_a_looser_threshold_merges_exactly_the_pairs_between_the_two_thresholds() -> None:
+    looser = whatif.proposal(DEFAULT_POLICY, options={"threshold": "0.45"})
+    assert isinstance(looser, MinHashVerification) and looser.threshold == 0.45
+    result = whatif.compare(TEXTS, keys=KEYS, current=DEFAULT_POLICY, proposed=looser)
+    # the reference: each run alone, by the batch API (the store's decision)
+    now = batch.dedup(TEXTS, keys=KEYS, policy=DEFAULT_POLICY)
+    then = batch.dedup(TEXTS, keys=KEYS, policy=looser)
+    assert result.kept == (sum(v.kept for v in now), sum(v.kept for v in then))
+    merged = result.of_kind("merged")
+    assert [f.key for f in merged] == [
+        v.key for v, w in zip(now, then, strict=True) if v.kept and not w.kept
+    ]
+    assert merged and result.counts() == {"merged": len(merged), "split": 0, "moved": 0}
+    for flip in merged:  # scored under the namespace's bar, at or over the proposed one
+        assert flip.after.measure == "jaccard" and flip.after.score is not None
+        assert 0.45 <= flip.after.score < DEFAULT_POLICY.threshold
+    assert result.duplicates["jaccard"] == (
+        sum(not v.kept for v in now),
+        sum(not v.kept for v in then),
+    )
+    assert result.changes == (("threshold", DEFAULT_POLICY.threshold, 0.45),)
+    assert result.texts["k3"] == TEXTS[3]
+
+
+def test_the_other_way_round_the_same_texts_split() -> None:
+    looser = whatif.proposal(DEFAULT_POLICY, options={"threshold": 0.45})
+    there = whatif.compare(TEXTS, keys=KEYS, current=DEFAULT_POLICY, proposed=looser)
+    back = whatif.compare(TEXTS, keys=KEYS, current=looser, proposed=DEFAULT_POLICY)
+    assert [f.key for f in back.of_kind("split")] == [f.key for f in there.of_kind("merged")]
+    assert back.of_kind("merged") == [] and back.kept == there.kept[::-1]
+
+
+def test_another_policy_starts_from_its_defaults_and_counts_each_measure() -> None:
+    plain = whatif.proposal(DEFAULT_POLICY, policy="simhash")
+    assert plain == SimHashOnly()
+    result = whatif.compare(TEXTS, keys=KEYS, current=DEFAULT_POLICY, proposed=plain)
+    assert result.changes == (("policy", "minhash", "simhash"),)
+    assert result.new_namespace == ("--policy", "simhash")
+    # the "!" copy is 0 bits apart: decided by distance alone under simhash
+    assert result.duplicates["distance"][0] == 0 and result.duplicates["distance"][1] >= 1
+    assert sum(result.duplicates["jaccard"]) >= 1 and result.duplicates["jaccard"][1] == 0
+
+
+def test_the_new_namespace_options_make_the_proposed_recipe() -> None:
+    """Fed back through ``policy_with`` as the CLI feeds ``--policy-option`` strings, the options
+    make a policy whose recipe is the proposal's, also from a recipe recorded before options
+    existed (a version-1 recipe whose values are not today's defaults)."""
+    old = json.loads(DEFAULT_POLICY.recipe())
+    old["recipe"], old["params"] = 1, {"threshold": 0.6}
+    recorded = policy_from_recipe(json.dumps(old))
+    for current, change in (
+        (DEFAULT_POLICY, {"threshold": 0.45, "strip_social": "true"}),
+        (recorded, {"long_threshold": "none"}),
+    ):
+        proposed = whatif.proposal(current, options=change)
+        arguments = whatif.new_namespace_options(proposed)
+        pairs = [arguments[i + 1].split("=", 1) for i, a in enumerate(arguments)
+                 if a == "--policy-option"]  # fmt: skip
+        remade = policy_with(arguments[1], dict(pairs))
+        assert remade.recipe() == proposed.recipe()
+    assert whatif.new_namespace_options(DEFAULT_POLICY) == ["--policy", "minhash"]
+
+
+def test_a_change_is_checked() -> None:
+    with pytest.raises(InvalidInput, match="give the change to try"):
+        whatif.proposal(DEFAULT_POLICY)
+    with pytest.raises(InvalidInput, match="has no option thresold"):
+        whatif.proposal(DEFAULT_POLICY, options={"thresold": 0.5})
+    with pytest.raises(InvalidInput, match="takes float, not 'high'"):
+        whatif.proposal(DEFAULT_POLICY, options={"threshold": "high"})
+    with pytest.raises(InvalidInput, match="policy must be one of"):
+        whatif.proposal(DEFAULT_POLICY, policy="lsh")
+    with pytest.raises(InvalidInput, match="keys must be unique"):
+        whatif.compare(TEXTS[:2], keys=["a", "a"], current=DEFAULT_POLICY, proposed=SimHashOnly())
