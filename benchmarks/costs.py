@@ -2,6 +2,7 @@
 
     python -m benchmarks planner [--sizes 100000,300000,1000000,3000000]
     python -m benchmarks verification [--rows 1000000] [--queries 1000] [--adds 500] [--db FILE]
+    python -m benchmarks expiry [--kept 2000] [--duplicates 2000] [--url URL]
 
 ``planner``: where the pair plan overtakes the band plan. One SQLite file grows through the
 sizes, random 64-bit fingerprints loaded through ``SimStore.load`` (the chance of two within 3
@@ -29,10 +30,13 @@ Queries are texts (fingerprinting and signing included, as an application calls 
 compositions, half near-duplicates of kept texts (a repost prefix or one sentence replaced).
 Adds are new texts of both kinds under each policy, one transaction each.
 Prints p50 / p99 in microseconds and the ratios to the plain k = 3 query.
+
+``expiry``: what expiry by last sighting costs an add that finds a duplicate (``EXPIRY_DOC``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import shutil
@@ -41,6 +45,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -53,8 +58,9 @@ from simstore.store import SimStore
 
 from .common import cli
 from .common.corpus import DATA, Values, dataset_languages, near
+from .common.databases import dialect_label, scratch_database
 from .common.fills import load_fingerprints
-from .common.measure import percentile, timed_calls
+from .common.measure import percentile, timed, timed_calls
 
 # --- planner ----------------------------------------------------------------------------------
 
@@ -304,12 +310,96 @@ def verification(argv: Sequence[str]) -> None:
             store.close()
 
 
+# --- expiry ------------------------------------------------------------------------------------
+
+EXPIRY_DOC = """What expiry by last sighting costs an add that finds a duplicate.
+
+    python -m benchmarks expiry [--kept 2000] [--duplicates 2000] [--url URL]
+
+Two namespaces of one database (a SQLite file by default, or a scratch database on the server
+--url names) keep the same texts (made-up words, 40 a text, ``add_many`` at one moment), one
+under ``MinHashVerification(expire_by_last_seen=True)``, one under the default. Then each adds
+the same near-duplicates of its kept texts (the text with a word dropped, an hour later), one
+``add`` and one transaction each, alternating between the two namespaces add by add so that both
+see the same machine. With the option on, every such add also moves its kept text to its time
+(one UPDATE by key; on PostgreSQL an advisory lock first). Prints p50 / p99 / mean in
+microseconds, the ratio of on to off and the difference per duplicate; checks that every kept
+text of the namespace with the option moved.
+"""
+
+
+def _made_up_text(rng: random.Random, words: int = 40) -> str:
+    return " ".join(
+        "".join(rng.choice("bcdfghklmnprstvz") + rng.choice("aeiou") for _ in range(3))
+        for _ in range(words)
+    )
+
+
+def expiry(argv: Sequence[str]) -> None:
+    parser = cli.parser("expiry", EXPIRY_DOC)
+    parser.add_argument("--kept", type=int, default=2000)
+    parser.add_argument("--duplicates", type=int, default=2000)
+    parser.add_argument("--url", help="a server URL (a scratch database is made on it)")
+    args = parser.parse_args(argv)
+    rng = random.Random(1)
+    texts = [_made_up_text(rng) for _ in range(args.kept)]
+    duplicates = []
+    for i in range(args.duplicates):
+        words = texts[i % args.kept].split()
+        del words[rng.randrange(len(words))]
+        duplicates.append((i % args.kept, " ".join(words)))
+    with contextlib.ExitStack() as stack:
+        if args.url:
+            url = stack.enter_context(scratch_database(args.url, "simstore_bench"))
+        else:
+            folder = stack.enter_context(tempfile.TemporaryDirectory())
+            url = f"sqlite:///{folder}/expiry.db"
+        first = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
+        later = first + timedelta(hours=1)
+        stores = {
+            option: stack.enter_context(
+                SimStore(url, namespace=f"expiry-{option}", auto_upgrade=True, keep="1d",
+                         policy=MinHashVerification(expire_by_last_seen=option == "on"))
+            )
+            for option in ("off", "on")
+        }  # fmt: skip
+        for store in stores.values():
+            list(store.add_many([(str(i), text) for i, text in enumerate(texts)], at=first))
+            kept = store.stats().kept
+            if kept != args.kept:
+                raise SystemExit(f"{store.namespace}: {kept} kept, expected {args.kept}")
+        print(f"{dialect_label(url)}: {args.kept:,} kept texts a namespace, "
+              f"{args.duplicates:,} duplicates added to each")  # fmt: skip
+        samples: dict[str, list[float]] = {option: [] for option in stores}
+        for i, (number, text) in enumerate(duplicates):
+            for option in ("off", "on") if i % 2 else ("on", "off"):
+                store = stores[option]
+                key = f"dup-{i}"
+                decision = timed(lambda s=store, t=text, k=key: s.add(t, key=k, at=later),
+                                 samples[option])  # fmt: skip
+                if decision.duplicate_of is None or decision.duplicate_of.key != str(number):
+                    raise SystemExit(f"{option}: {key} was not found a duplicate of {number}")
+        moved = stores["on"].stats()
+        if moved.oldest != later and args.duplicates >= args.kept:
+            raise SystemExit(f"the option did not move every kept text (oldest {moved.oldest})")
+    print(f"{'expire_by_last_seen':<20} {'p50 us':>8} {'p99 us':>8} {'mean us':>8}")
+    means = {}
+    for option, values in samples.items():
+        means[option] = statistics.fmean(values)
+        p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+        print(f"{option:<20} {p50:>8,.0f} {p99:>8,.0f} {means[option]:>8,.0f}")
+    ratio = percentile(samples["on"], 0.5) / percentile(samples["off"], 0.5)
+    print(f"on / off: {ratio:.2f}x at p50, {means['on'] / means['off']:.2f}x mean; "
+          f"{means['on'] - means['off']:+,.0f} us a duplicate (mean)")  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """``planner|verification [options]``."""
+    """``planner|verification|expiry [options]``."""
     cli.dispatch(
         {
             "planner": planner,
             "verification": verification,
+            "expiry": expiry,
         },
         argv,
         None,

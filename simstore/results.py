@@ -70,6 +70,7 @@ class Stats:
     oldest: datetime | None
     newest: datetime | None
     partitions: int
+    max_kept: int | None = None  # the namespace's cap (None: none)
 
     def __post_init__(self) -> None:
         for name in ("oldest", "newest"):
@@ -89,22 +90,26 @@ class Purged:
     ``before``: the kept rows and decisions of the namespace added before this moment (the start
     of the window rounded down to a partition of ``partition_seconds``) go; ``band_keys`` are
     their MinHash rows. ``partition_rows``: on a partitioned PostgreSQL database, the rows of
-    every namespace in the partitions past the database's window, dropped whole.
+    every namespace in the partitions past the database's window, dropped whole. ``evicted``:
+    kept rows past the namespace's cap ``max_kept``, oldest first (``keep`` and ``before`` are
+    None when a capped namespace has no window).
     """
 
-    keep: timedelta
-    before: datetime
+    keep: timedelta | None
+    before: datetime | None
     partition_seconds: int
     fingerprints: int
     decisions: int
     band_keys: int
     partition_rows: int = 0
     dry_run: bool = False
+    evicted: int = 0
+    max_kept: int | None = None
 
     @property
     def rows(self) -> int:
         """Kept rows and decisions (the band keys are index rows of the kept ones)."""
-        return self.fingerprints + self.decisions + self.partition_rows
+        return self.fingerprints + self.decisions + self.partition_rows + self.evicted
 
 
 def preference(distance: int, added_at: datetime, key: str) -> tuple[Any, ...]:

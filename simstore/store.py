@@ -22,7 +22,7 @@ from simstore.policy import _planning as planning
 from simstore.policy.decide import Rule, decide_in_order
 from simstore.policy.policies import Item, Policy, SimHashOnly, check_policy
 from simstore.results import Decision, Judged, Match, Purged, Search, Stats
-from simstore.storage import maintenance, reads
+from simstore.storage import expiry, maintenance, reads
 from simstore.storage._connections import for_store
 from simstore.storage._finder import Finder
 from simstore.storage._writer import Writer
@@ -277,8 +277,9 @@ class SimStore:
         return maintenance.remove(self.scope, check_key(key))
 
     def purge(self, *, now: datetime | None = None, keep: str | timedelta | None = None) -> int:
-        """Delete the partitions wholly older than the window, in bounded batches; rows deleted
-        (kept rows and decisions: ``purge_counts`` has them per table)."""
+        """Delete the partitions wholly older than the window, in bounded batches, then the
+        oldest kept texts past the cap (``set_max_kept``); rows deleted (kept rows and decisions:
+        ``purge_counts`` has them per table)."""
         purged = self.purge_counts(now=now, keep=keep)
         return 0 if purged is None else purged.rows
 
@@ -290,7 +291,8 @@ class SimStore:
         dry_run: bool = False,
     ) -> Purged | None:
         """``purge`` with what it deleted per table (``dry_run``: what it would delete, nothing
-        written); None when there is no window (``keep`` None and the store has none)."""
+        written); None when there is neither a window (``keep`` None and the store has none)
+        nor a cap."""
         window = self.keep if keep is None else parse_duration(keep)
         return maintenance.purge_scope(self.scope, window, utc_naive(now), dry_run=dry_run)
 
@@ -322,6 +324,20 @@ class SimStore:
         return whatif.decide(
             self.scope, texts, keys=keys, policy=policy, options=options, sample=sample
         )
+
+    @property
+    def max_kept(self) -> int | None:
+        """The namespace's cap on kept texts (None: none), as recorded in the database."""
+        fill = expiry.fill_of(self.scope)
+        return None if fill is None else fill.max_kept
+
+    def set_max_kept(self, max_kept: int | None) -> None:
+        """Cap the namespace at ``max_kept`` kept texts (None removes the cap); ``purge`` then
+        evicts the oldest past it (``simstore.storage.expiry``).
+
+        :param max_kept: a positive int, or None.
+        """
+        expiry.record_max_kept(self.scope, max_kept)
 
     def report(
         self,

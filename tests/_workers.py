@@ -222,6 +222,18 @@ def fingerprint_items(count: int, seed: int, prefix: str = "k") -> list[tuple[st
 _SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "zu", "pe", "qua", "dri", "on", "el"]
 
 
+def run_together(processes: Sequence[Any], results: Any, *, timeout: float = 600) -> list[Any]:
+    """Start ``processes`` (``multiprocessing`` ones), take one result each from the queue
+    ``results``, join them, and check that each exited cleanly; the results, as they came."""
+    for process in processes:
+        process.start()
+    outcomes = [results.get(timeout=timeout) for _ in processes]
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    return outcomes
+
+
 def random_text(rng: random.Random, words: int = 30) -> str:
     """A text unlike any other the generator makes (mixed Latin words and Chinese characters)."""
     parts = []

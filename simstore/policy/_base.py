@@ -30,7 +30,7 @@ from simstore.text.similarity import (
     jaccard,
     jaccard_of_sets,
 )
-from simstore.validate import check_fraction, check_int
+from simstore.validate import check_bool, check_fraction, check_int
 
 Measure = Literal["jaccard", "cosine", "edit"]
 Thresholds = tuple[dict[str, tuple[tuple[str, float], ...]], tuple[tuple[str, float], ...]]
@@ -173,6 +173,11 @@ class Policy(ABC):
     # the MinHash band layout of its texts' keys (``minhash.LAYOUTS``): what ``sign`` makes, and
     # what purge, remove, a hand-over and a kept row's reading recompute from a signature
     minhash_bands: str = minhash.LAYOUT
+    # True: a duplicate found moves its kept text to the duplicate's time (``added_at`` and time
+    # partition), so retention and a cap drop what has not been seen for the window, not what was
+    # first seen long ago (``simstore.storage.expiry``). Each policy declares it as a field, so
+    # that the recipe records it.
+    expire_by_last_seen: bool = False
 
     @abstractmethod
     def plan(self, item: Item, text: str, max_distance: int) -> None:
@@ -279,9 +284,11 @@ class SimHashOnly(Policy):
 
     name: ClassVar[str] = "simhash"
     min_features: int = 3
+    expire_by_last_seen: bool = False  # see Policy.expire_by_last_seen
 
     def __post_init__(self) -> None:
         check_int("min_features", self.min_features, lowest=0)
+        check_bool("expire_by_last_seen", self.expire_by_last_seen)
 
     def plan(self, item: Item, text: str, max_distance: int) -> None:
         near_empty = item.features is not None and item.features < self.min_features
@@ -313,8 +320,10 @@ class SimHashVerification(Policy):
     threshold: float = 0.8  # on the sample corpus 0.8 keeps precision >= 0.96
     long_radius: int | None = None  # None: long texts use the store's max_distance
     long_threshold: float | None = None  # None: long texts are not verified
+    expire_by_last_seen: bool = False  # see Policy.expire_by_last_seen
 
     def __post_init__(self) -> None:
+        check_bool("expire_by_last_seen", self.expire_by_last_seen)
         _check_measure(self.measure)
         check_fraction("threshold", self.threshold)
         check_fraction("long_threshold", self.long_threshold)

@@ -155,6 +155,7 @@ class MinHashVerification(Policy):
     # and up). None: the whole texts decide (simstore 0.4's rule). A kept short text keeps its
     # lines (``simstore.text.edges``)
     shared_lines_rest: float | None = 0.3
+    expire_by_last_seen: bool = False  # see Policy.expire_by_last_seen
 
     def __post_init__(self) -> None:
         _check_measure(self.measure)
@@ -188,6 +189,7 @@ class MinHashVerification(Policy):
             "keep_symbols",
             "identity_rule",
             "merge_identity_swaps",
+            "expire_by_last_seen",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInput(f"{name} must be True or False")

@@ -17,6 +17,10 @@ _SHARED = {
     "edit (normalised edit distance)",
     "threshold": "short texts: the exact measure a duplicate must reach (also --threshold)",
 }
+_EVERY = {
+    "expire_by_last_seen": "a duplicate found moves its kept text's time (and expiry) to its "
+    "own, so retention and max_kept drop what has not been seen for longest",
+}
 
 MEANINGS: dict[str, dict[str, str]] = {
     "minhash": {
@@ -63,6 +67,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "shared_lines_rest": "short texts: the whole lines both hold at their start and end (a "
         "footer, a disclaimer, a signature) are set aside, and what remains must reach this "
         "3-gram Jaccard (or containment) to be a duplicate (none: the whole texts decide)",
+        **_EVERY,
     },
     "simhash-verified": {
         **_SHARED,
@@ -73,10 +78,12 @@ MEANINGS: dict[str, dict[str, str]] = {
         "long_radius": "long texts: the SimHash radius (none: max_distance)",
         "long_threshold": "long texts: the exact measure they must reach too (none: the radius "
         "alone decides)",
+        **_EVERY,
     },
     "simhash": {
         "min_features": "a text with fewer features matches only at distance 0 (the same "
         "normalised content)",
+        **_EVERY,
     },
 }
 """One line per option of each policy (``POLICY_NAMES``)."""

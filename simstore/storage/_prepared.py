@@ -333,6 +333,34 @@ def tables_lock(dialect: sa.Dialect) -> Prepared:
     return _cached(("tables_lock",), dialect, build)
 
 
+def sighting_lock(dialect: sa.Dialect) -> Prepared:
+    """PostgreSQL: the advisory lock of a kept text an add moves (parameter ``k``;
+    ``simstore.storage.expiry``)."""
+
+    def build() -> ClauseElement:
+        return sa.text("SELECT pg_advisory_xact_lock(:k)")
+
+    return _cached(("sighting_lock",), dialect, build)
+
+
+def move_kept(dialect: sa.Dialect) -> Prepared:
+    """Move a kept row to a later time and its partition (parameters ``ns``, ``k``: its key,
+    ``m``: the time, ``p``: the partition); a row already as late stays."""
+
+    def build() -> ClauseElement:
+        return (
+            sa.update(fingerprints)
+            .where(
+                fingerprints.c.ns_id == sa.bindparam("ns"),
+                fingerprints.c.key == sa.bindparam("k"),
+                fingerprints.c.added_at < sa.bindparam("m"),
+            )
+            .values(added_at=sa.bindparam("m"), part=sa.bindparam("p"))
+        )
+
+    return _cached(("move_kept",), dialect, build)
+
+
 def lock_for_add(dialect: sa.Dialect) -> Prepared:
     """PostgreSQL: an add's advisory locks and then its namespace's ``unsigned_rows`` (NULL:
     gone), in one call of the function revision 0013 made (``simstore.storage.locking``)."""

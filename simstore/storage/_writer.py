@@ -28,6 +28,7 @@ from simstore.storage import _prepared as prepared
 from simstore.storage._connections import CommitOutcomeUnknown, decisions_landed
 from simstore.storage._finder import Finder
 from simstore.storage._group import GroupCommit
+from simstore.storage.expiry import move_to_last_sighting
 from simstore.storage.locking import lock_for_add, lock_for_write, require_namespace
 from simstore.storage.maintenance import refresh_statistics
 from simstore.storage.retention import partition_of, utc_naive, window_start
@@ -96,7 +97,7 @@ class Writer:
 
         def decide(conn: Connection) -> Decision:
             unsigned = lock_for_add(conn, self.ns_id, item, namespace=self.scope.namespace)
-            return self.decide(conn, [item], [moment], self.rule, unsigned)[0]
+            return self.decide(conn, [item], [moment], self.rule, unsigned, exclusive=False)[0]
 
         for _attempt in range(ADD_ATTEMPTS):
             try:
@@ -166,9 +167,12 @@ class Writer:
         moments: Sequence[datetime],
         rule: Rule,
         unsigned: bool | None = None,
+        *,
+        exclusive: bool = True,
     ) -> list[Decision]:
-        """Decide and write a batch in input order (the caller holds the write locks;
-        ``unsigned``: the namespace's flag, if the lock statement read it)."""
+        """Decide and write a batch in input order (the caller holds the write locks, the
+        namespace's exclusive one unless ``exclusive`` is False; ``unsigned``: the namespace's
+        flag, if the lock statement read it)."""
         earlier = self.decisions_of(conn, [item.key for item in items])
         again = _seen_before(items, earlier)
         found = self._find_new(conn, items, moments, rule, unsigned, again)
@@ -179,6 +183,7 @@ class Writer:
         rows = _Rows(self.ns_id, self.partition_seconds, band_keys_in_row(conn.dialect))
         by_key: dict[str, Decision] = {}
         out: list[Decision] = []
+        seen: dict[str, datetime] = {}  # kept texts stored before: their latest sighting
         for item, moment, matches in zip(items, moments, decided, strict=True):
             if matches is None:
                 out.append(self._again(conn, item, by_key.get(item.key), earlier.get(item.key)))
@@ -189,6 +194,8 @@ class Writer:
                           item.band_keys, item.own_bands)  # fmt: skip
             else:
                 rows.log(item.key, item.fingerprint, moment, best)
+                if self.scope.policy.expire_by_last_seen:
+                    _sighted(rows, seen, best.key, moment)
             decision = Decision(
                 item.key,
                 item.fingerprint,
@@ -202,6 +209,7 @@ class Writer:
             out.append(decision)
         if insert_rows(conn, self.ns_id, rows, unsigned_known=self.finder.unsigned_rows):
             self.finder.unsigned_rows = True
+        move_to_last_sighting(conn, self.ns_id, self.partition_seconds, seen, exclusive=exclusive)
         return out
 
     def _find_new(
@@ -314,6 +322,7 @@ def load_decided(scope: Scope, rows: Sequence[DecidedRow], moment: datetime) -> 
                 )
         table = _Rows(scope.ns_id, scope.partition_seconds, band_keys_in_row(conn.dialect))
         fresh = [row for row in rows if row.key not in known]
+        seen: dict[str, datetime] = {}  # kept texts stored before: sighted at ``moment``
         for row in fresh:
             if row.kept:
                 table.keep(row.key, row.fingerprint, moment, row.text, row.signature,
@@ -323,8 +332,18 @@ def load_decided(scope: Scope, rows: Sequence[DecidedRow], moment: datetime) -> 
                 # only the match's key, distance, measure and score are written
                 match = Match(row.duplicate_of, 0, row.distance, moment, row.measure, row.score)
                 table.log(row.key, row.fingerprint, moment, match)
+                if scope.policy.expire_by_last_seen:
+                    _sighted(table, seen, row.duplicate_of, moment)
         insert_rows(conn, scope.ns_id, table, unsigned_known=False)
+        move_to_last_sighting(conn, scope.ns_id, scope.partition_seconds, seen, exclusive=True)
     return fresh
+
+
+def _sighted(rows: _Rows, seen: dict[str, datetime], key: str, moment: datetime) -> None:
+    """Kept text ``key`` was seen again at ``moment`` (expiry by last sighting): a row of this
+    write moves with it now; a stored one is noted in ``seen`` (``move_to_last_sighting``)."""
+    if not rows.sighted(key, moment) and (key not in seen or seen[key] < moment):
+        seen[key] = moment
 
 
 def _seen_before(items: Sequence[Item], earlier: Mapping[str, DecisionRow]) -> set[int]:
@@ -356,6 +375,7 @@ class _Rows:
         self.kept: list[FingerprintRow] = []
         self.signed: list[tuple[str, tuple[int, ...]]] = []  # kept: key, band keys (side table)
         self.logged: list[DecisionRow] = []
+        self._kept_at: dict[str, int] = {}  # a kept row's place in ``kept``, by key
         self._moment: datetime | None = None
         self._part = 0
 
@@ -376,6 +396,7 @@ class _Rows:
     ) -> None:
         in_row = list(band_keys) if self.keys_in_row and band_keys else None
         b0, b1, b2, b3 = bands(fingerprint) if own_bands is None else own_bands
+        self._kept_at[key] = len(self.kept)
         self.kept.append(
             FingerprintRow(
                 self.ns_id, key, to_signed(fingerprint), b0, b1, b2, b3, moment,
@@ -385,6 +406,17 @@ class _Rows:
         )  # fmt: skip
         if band_keys and not self.keys_in_row:
             self.signed.append((key, band_keys))
+
+    def sighted(self, key: str, moment: datetime) -> bool:
+        """Whether ``key`` is a row kept by this write (then moved to ``moment`` if that is
+        later: expiry by last sighting)."""
+        place = self._kept_at.get(key)
+        if place is None:
+            return False
+        row = self.kept[place]
+        if row.added_at < moment:
+            self.kept[place] = row._replace(added_at=moment, part=self._part_of(moment))
+        return True
 
     def log(self, key: str, fingerprint: int, moment: datetime, best: Match) -> None:
         self.logged.append(

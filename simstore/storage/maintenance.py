@@ -6,6 +6,7 @@ readers and writers go on meanwhile. ``SimStore.purge`` and ``SimStore.remove`` 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from sqlalchemy.engine import Connection
 from simstore.errors import InvalidType
 from simstore.results import Purged
 from simstore.storage import _prepared as prepared
-from simstore.storage import partitions
+from simstore.storage import expiry, partitions
 from simstore.storage._connections import Connections
 from simstore.storage.db import translate_errors
 from simstore.storage.locking import lock_for_write, lock_tables, require_namespace
@@ -45,23 +46,77 @@ _SIGNED_ROW = (fingerprints.c.id, fingerprints.c.ns_id, fingerprints.c.signature
 def purge_scope(
     scope: Scope, window: timedelta | None, now: datetime, *, dry_run: bool = False
 ) -> Purged | None:
-    """``purge`` of one open namespace (``NamespaceDropped`` if it has been dropped); None when
-    there is no window."""
+    """``purge`` of one open namespace (``NamespaceDropped`` if it has been dropped), then the
+    eviction of its kept texts past its cap (``max_kept``, ``evict_over_cap``); None when it has
+    neither a window nor a cap."""
     if not isinstance(dry_run, bool):
         raise InvalidType(f"dry_run must be a bool, not {type(dry_run).__name__}")
-    if window is None:
-        return None
     with scope.connections.reading() as conn:
         require_namespace(conn, scope.ns_id, scope.namespace)
-    return purge(
-        scope.connections,
-        scope.ns_id,
-        scope.partition_seconds,
-        window,
-        now,
-        scope.namespace,
-        dry_run=dry_run,
+        cap = expiry.max_kept_of(conn, scope.ns_id)
+    if window is None and cap is None:
+        return None
+    # rows an add may move (expiry by last sighting) are deleted under the namespace's lock
+    exclusive = scope.policy.expire_by_last_seen
+    done = Purged(None, None, scope.partition_seconds, 0, 0, 0, 0, dry_run)
+    if window is not None:
+        done = purge(
+            scope.connections,
+            scope.ns_id,
+            scope.partition_seconds,
+            window,
+            now,
+            scope.namespace,
+            dry_run=dry_run,
+            exclusive=exclusive,
+        )
+    if cap is None:
+        return done
+    if dry_run:
+        cutoff = None if window is None else _cutoff(window, now, scope.partition_seconds)
+        with scope.connections.reading() as conn:
+            counts = expiry.kept_per_partition(conn, scope.ns_id, cutoff)
+        evicted, band_keys = expiry.evicted_by(counts, cap), 0
+    else:
+        evicted, band_keys = evict_over_cap(scope, cap, exclusive=exclusive)
+    return dataclasses.replace(
+        done, evicted=evicted, band_keys=done.band_keys + band_keys, max_kept=cap
     )
+
+
+def evict_over_cap(scope: Scope, max_kept: int, *, exclusive: bool = False) -> tuple[int, int]:
+    """Delete the namespace's kept texts past ``max_kept``, oldest first: the time partitions
+    before the one that crosses the cap whole (``_purge_rows``), then that one's oldest rows (by
+    time, then id), in bounded batches; (rows, band keys) deleted. The cap is counted once, at
+    the start: what adds keep meanwhile stays until the next purge."""
+    with scope.connections.reading() as conn:
+        cut = expiry.over_cap(expiry.kept_per_partition(conn, scope.ns_id), max_kept)
+    if cut is None:
+        return 0, 0
+    part, excess = cut
+    total, band_keys = _purge_rows(scope.connections, scope.ns_id, part, exclusive=exclusive)
+    while excess > 0:
+        with scope.connections.transaction() as conn:
+            if exclusive:
+                lock_for_write(conn, scope.ns_id, None, namespace=scope.namespace)
+            found = conn.execute(
+                sa.select(*_SIGNED_ROW)
+                .where(fingerprints.c.ns_id == scope.ns_id, fingerprints.c.part == part)
+                .order_by(fingerprints.c.added_at, fingerprints.c.id)
+                .limit(min(excess, PURGE_BATCH_ROWS))
+            ).all()
+            band_keys += _delete_kept(conn, found)
+        total += len(found)
+        excess = 0 if not found else excess - len(found)
+    log.info("evicted %d kept texts past the cap of %d from %s", total, max_kept, scope.namespace)
+    return total, band_keys
+
+
+def _cutoff(window: timedelta, now: datetime, partition_seconds: int) -> int:
+    """The first partition inside ``window`` at ``now``."""
+    start = window_start(now, window)
+    assert start is not None  # noqa: S101 - a window was given
+    return partition_of(start, partition_seconds)
 
 
 def purge(
@@ -73,6 +128,7 @@ def purge(
     namespace: str,
     *,
     dry_run: bool = False,
+    exclusive: bool = False,
 ) -> Purged:
     """Delete the rows of the partitions wholly older than ``now - window``; counts per table.
 
@@ -80,11 +136,11 @@ def purge(
     first (``simstore.storage.partitions``; their rows, of every namespace, are
     ``partition_rows``). The
     MinHash band keys go with their fingerprints. ``dry_run`` counts what would go and writes
-    nothing.
+    nothing. ``exclusive``: each batch of kept rows is deleted under the namespace's exclusive
+    lock (a namespace whose adds move kept rows: ``simstore.storage.expiry``).
     """
     start = window_start(now, window)
-    assert start is not None  # noqa: S101 - a window was given
-    cutoff = partition_of(start, partition_seconds)
+    cutoff = _cutoff(window, now, partition_seconds)
     before = EPOCH + timedelta(seconds=cutoff * partition_seconds)
     if dry_run:
         return _would_purge(connections, ns_id, cutoff, window, now, partition_seconds)
@@ -97,7 +153,7 @@ def purge(
                 # the dropped rows' band keys are in them (band_keys_in_row): they go too
                 partition_rows = partitions.drop_expired(conn, layout, now)
                 partitions.make_ahead(conn, layout, now)
-    kept, removed_keys = _purge_rows(connections, ns_id, cutoff)
+    kept, removed_keys = _purge_rows(connections, ns_id, cutoff, exclusive=exclusive)
     logged = 0
     while True:
         with connections.transaction() as conn:
@@ -173,9 +229,12 @@ def _count(conn: Connection, table: sa.FromClause, *where: Any) -> int:
     )
 
 
-def _purge_rows(connections: Connections, ns_id: int, cutoff: int) -> tuple[int, int]:
+def _purge_rows(
+    connections: Connections, ns_id: int, cutoff: int, *, exclusive: bool = False
+) -> tuple[int, int]:
     """Delete the kept rows of partitions before ``cutoff`` with their MinHash band keys, in
-    bounded batches (each batch's band keys and rows in one transaction); (rows, band keys).
+    bounded batches (each batch's band keys and rows in one transaction, under the namespace's
+    exclusive lock when ``exclusive``); (rows, band keys).
 
     The band keys are found by primary key: recomputed from each row's stored signature, which
     is how they were made (``Policy.sign``), so the side table needs no index of its own.
@@ -183,18 +242,26 @@ def _purge_rows(connections: Connections, ns_id: int, cutoff: int) -> tuple[int,
     total = band_keys = 0
     while True:
         with connections.transaction() as conn:
+            if exclusive:
+                lock_for_write(conn, ns_id, None)
             found = conn.execute(
                 sa.select(*_SIGNED_ROW)
                 .where(fingerprints.c.ns_id == ns_id, fingerprints.c.part < cutoff)
                 .limit(PURGE_BATCH_ROWS)
             ).all()
-            band_keys += delete_band_keys(conn, found)
-            ids = [int(row[0]) for row in found]
-            for chunk in prepared.chunks(ids):
-                conn.execute(sa.delete(fingerprints).where(fingerprints.c.id.in_(chunk)))
+            band_keys += _delete_kept(conn, found)
         total += len(found)
         if len(found) < PURGE_BATCH_ROWS:
             return total, band_keys
+
+
+def _delete_kept(conn: Connection, found: Sequence[Sequence[Any]]) -> int:
+    """Delete kept rows given as (id, ns_id, signature) and their band keys; the band keys."""
+    band_keys = delete_band_keys(conn, found)
+    ids = [int(row[0]) for row in found]
+    for chunk in prepared.chunks(ids):
+        conn.execute(sa.delete(fingerprints).where(fingerprints.c.id.in_(chunk)))
+    return band_keys
 
 
 def _dropped_before(layout: partitions.Partitioning, now: datetime) -> datetime | None:

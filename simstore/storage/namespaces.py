@@ -41,7 +41,7 @@ from simstore.errors import (
 )
 from simstore.policy.policies import DEFAULT_POLICY, Policy, policy_from_recipe
 from simstore.storage import _prepared as prepared
-from simstore.storage import migrate, partitions
+from simstore.storage import expiry, migrate, partitions
 from simstore.storage._connections import Connections
 from simstore.storage.db import connection_for, redact
 from simstore.storage.locking import lock_for_write
@@ -474,4 +474,5 @@ def drop(scope: Scope) -> dict[str, int]:
             result = conn.execute(sa.delete(table).where(table.c.ns_id == scope.ns_id))
             deleted[table.name] = int(result.rowcount)
         conn.execute(sa.delete(namespaces).where(namespaces.c.id == scope.ns_id))
+        expiry.set_max_kept(conn, scope.ns_id, None)
     return deleted

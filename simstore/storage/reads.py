@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from simstore.policy.decide import as_kept
 from simstore.policy.policies import Item, Kept
 from simstore.results import Stats
+from simstore.storage import expiry
 from simstore.storage.locking import require_namespace
 from simstore.storage.schema import decisions, fingerprints, kept_text_of
 from simstore.storage.scope import Scope
@@ -91,6 +92,7 @@ def stats(scope: Scope) -> Stats:
             ).where(decisions.c.ns_id == scope.ns_id)
         ).one()
         require_namespace(conn, scope.ns_id, scope.namespace)
+        cap = expiry.max_kept_of(conn, scope.ns_id)
     return Stats(
         scope.namespace,
         scope.preset.label,
@@ -100,6 +102,7 @@ def stats(scope: Scope) -> Stats:
         oldest,
         newest,
         int(parts),
+        cap,
     )
 
 

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from simstore.store import SimStore
+from tests._workers import run_together
 
 pytestmark = pytest.mark.slow  # OS processes racing on every dialect
 
@@ -67,12 +68,7 @@ def test_racing_processes_keep_exactly_one_per_cluster(database_url: str, radius
         )
         for items in per_process
     ]
-    for worker in workers:
-        worker.start()
-    outcomes = [results.get(timeout=300) for _ in workers]
-    for worker in workers:
-        worker.join(timeout=60)
-        assert worker.exitcode == 0
+    outcomes = run_together(workers, results, timeout=300)
 
     decisions = [entry for outcome in outcomes for entry in outcome]
     assert len(decisions) == len(cluster_of)

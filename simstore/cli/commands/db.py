@@ -77,14 +77,20 @@ def current(settings: Settings) -> None:
 def check(settings: Settings) -> None:
     """Exit 0 if the schema is up to date, else 1.
 
-    On failure the error line names the command that fixes it.
+    On failure the error line names the command that fixes it. Each capped namespace's fill
+    (kept texts of its max_kept) follows.
     """
     status = _status(settings)
     data = _status_json(status) | {"error": status.error}
     if status.error is not None:
         emit(settings, data, None)
         raise Failure(status.error)
-    emit(settings, data, status.message)
+    from simstore.storage import expiry
+
+    fills = expiry.fills(settings.url)
+    data["capped"] = [fill._asdict() | {"fill": fill.shown()} for fill in fills]
+    lines = [f"namespace {fill.namespace}: {fill.shown()}" for fill in fills]
+    emit(settings, data, "\n".join([status.message, *lines]))
 
 
 @db.command()

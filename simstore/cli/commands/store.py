@@ -29,6 +29,7 @@ from simstore.cli.output import (
     verdict,
 )
 from simstore.storage.db import redact
+from simstore.storage.expiry import Fill, check_max_kept
 from simstore.text.encoding import to_hex
 
 if TYPE_CHECKING:
@@ -251,19 +252,30 @@ def purge(settings: Settings, keep: str | None, dry_run: bool) -> None:
     }
     if purged.partition_rows:
         tables["dropped partitions (every namespace)"] = purged.partition_rows
-    data |= {"deleted": purged.rows, "before": iso(purged.before), "tables": tables}
+    if purged.max_kept is not None:
+        tables[f"kept texts past the cap of {purged.max_kept}"] = purged.evicted
+    before = None if purged.before is None else iso(purged.before)
+    data |= {"deleted": purged.rows, "before": before, "tables": tables}
+    data |= {"max_kept": purged.max_kept, "evicted": purged.evicted}
     verb = "would delete" if dry_run else "deleted"
-    lines = [
-        f"{settings.namespace}: {verb} the rows added before {shown(purged.before)} "
-        f"(window {window}, in whole partitions of {partition})"
-    ]
+    lines = []
+    if purged.before is not None:
+        lines.append(
+            f"{settings.namespace}: {verb} the rows added before {shown(purged.before)} "
+            f"(window {window}, in whole partitions of {partition})"
+        )
+    if purged.max_kept is not None:
+        lines.append(
+            f"{settings.namespace}: {verb} {purged.evicted} kept texts past the cap of "
+            f"{purged.max_kept}, oldest first"
+        )
     if layout is not None:
         lines.append(
             f"and the database's partitions of {interval} that end before now - {kept_for} "
             f"{'would be' if dry_run else 'are'} dropped whole, with the rows of every "
             "namespace (simstore db partition)"
         )
-    if purged.keep < timedelta(seconds=store.partition_seconds):
+    if purged.keep is not None and purged.keep < timedelta(seconds=store.partition_seconds):
         lines.append(
             f"note: the window {window} is shorter than a partition ({partition}): rows stay "
             "until their whole partition is older than the window"
@@ -279,7 +291,44 @@ def stats(settings: Settings) -> None:
         result = store.stats()
     data = {"db": redact(settings.url), **dataclasses.asdict(result)}
     data["oldest"], data["newest"] = iso(result.oldest), iso(result.newest)
+    if result.max_kept is not None:
+        data["fill"] = Fill(result.namespace, result.kept, result.max_kept).shown()
     emit(settings, data)
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("max_kept", metavar="[MAX_KEPT|none]", required=False)
+@click.pass_obj
+def cap(settings: Settings, max_kept: str | None) -> None:
+    """Cap the namespace at MAX_KEPT kept texts ('none' removes the cap); without it, show it.
+
+    'simstore purge' evicts the kept texts past the cap, oldest first (whole time partitions,
+    then the oldest rows of the one that crosses it); adds do not check it.
+    """
+    value: object = max_kept
+    if max_kept is not None:
+        text = max_kept.strip().lower()
+        value = None if text in ("none", "off") else _as_int(text)
+        check_max_kept(value)  # bad input first, whatever the namespace
+    with open_store(settings) as store:
+        if max_kept is not None:
+            store.set_max_kept(value)  # type: ignore[arg-type]  # checked there
+        result = store.stats()
+    data: dict[str, Any] = {"namespace": settings.namespace, "max_kept": None, "kept": None}
+    if result.max_kept is None:
+        emit(settings, data, f"{settings.namespace}: no cap")
+        return
+    fill = Fill(settings.namespace, result.kept, result.max_kept)
+    data |= {"max_kept": fill.max_kept, "kept": fill.kept, "fill": fill.shown()}
+    emit(settings, data, f"{settings.namespace}: {fill.shown()}")
+
+
+def _as_int(text: str) -> object:
+    """A command line's number as an int (else the text, which ``set_max_kept`` refuses)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 @main.command()
