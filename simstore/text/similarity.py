@@ -115,6 +115,10 @@ def tokens(text: str) -> list[str]:
 _CJK_NUMERALS = frozenset("〇零一二两三四五六七八九十百千万亿")
 
 
+TYPO = 0.75  # a typo: within one edit (optimal string alignment) in four of the other word
+TYPO_LENGTH = 4  # ... where the words hold at least this many characters
+
+
 def _is_typo(a: Sequence[str], b: Sequence[str], lenient: bool = True) -> bool:
     """Whether two token runs (the two sides of a gap) differ only by typos, small edits inside
     words, not by a word put in place of another:
@@ -132,7 +136,7 @@ def _is_typo(a: Sequence[str], b: Sequence[str], lenient: bool = True) -> bool:
     if lenient and len(a) == len(b) == 1 and _is_cjk(a[0]) and _is_cjk(b[0]):
         return a[0] not in _CJK_NUMERALS and b[0] not in _CJK_NUMERALS
     if len(a) == len(b) and all(
-        len(x) >= 4 and len(y) >= 4 and OSA.normalized_similarity(x, y) >= 0.75
+        len(x) >= TYPO_LENGTH and len(y) >= TYPO_LENGTH and OSA.normalized_similarity(x, y) >= TYPO
         for x, y in zip(a, b, strict=True)
     ):
         return True
@@ -145,7 +149,9 @@ def _is_typo(a: Sequence[str], b: Sequence[str], lenient: bool = True) -> bool:
         or (len(left) != len(right) and max(len(left), len(right)) >= 4)  # a letter dropped
     ):
         return True
-    return max(len(left), len(right)) >= 4 and OSA.normalized_similarity(left, right) >= 0.75
+    return (
+        max(len(left), len(right)) >= TYPO_LENGTH and OSA.normalized_similarity(left, right) >= TYPO
+    )
 
 
 def _is_cjk(token: str) -> bool:
