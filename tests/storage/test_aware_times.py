@@ -30,4 +30,4 @@ def test_matches_stats_and_purges_answer_aware_utc_times(
     assert stats.oldest == expected and stats.oldest.tzinfo is not None
     assert stats.newest is not None and stats.newest.tzinfo is not None
     purged = store.purge_counts(keep="1d", now=AT, dry_run=True)
-    assert purged is not None and purged.before.tzinfo is not None
+    assert purged is not None and purged.before is not None and purged.before.tzinfo is not None
