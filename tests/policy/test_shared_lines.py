@@ -160,3 +160,44 @@ def test_every_option_that_may_be_none_takes_none_from_the_command_line() -> Non
             if "None" in str(field.type):
                 made = policy_with(name, {field.name: "none"})
                 assert getattr(made, field.name) is None, (name, field.name)
+
+
+# two remainders under one footer, found by a search over random word lists (a shared start, then
+# five or more other words on each side: a passage rewritten, no identity swap); their 3-gram
+# Jaccard is computed here, just at and just under the 0.3 bar
+EDGE_FOOTER = (
+    "\nthis message and any attachments are confidential and intended solely for the addressee"
+    "\nif you received it in error please delete it and notify the sender at once"
+)
+AT_BAR = (
+    "saddle basket walnut yellow pocket paper thunder bridge engine harbor quiet ribbon river",
+    "saddle basket walnut yellow pocket silver candle window violet morning",
+)
+UNDER_BAR = (
+    "ribbon letter market quiet morning walnut garden meadow violet pocket river silver bridge "
+    "paper valley",
+    "ribbon letter market quiet morning walnut engine basket forest yellow lantern window candle "
+    "winter",
+)
+
+
+def containment(a: str, b: str) -> Fraction:
+    left, right = grams(a), grams(b)
+    return Fraction(len(left & right), len(min(left, right, key=len)))
+
+
+@pytest.mark.parametrize(("pair", "merged"), [(AT_BAR, True), (UNDER_BAR, False)])
+def test_what_remains_decides_at_the_bar(pair: tuple[str, str], merged: bool) -> None:
+    own, other = pair
+    assert jaccard(own, other) == (Fraction(3, 10) if merged else Fraction(41, 137))
+    assert containment(own, other) < Fraction(8, 10)  # containment does not rescue it
+    whole = jaccard(own + EDGE_FOOTER.replace("\n", " "), other + EDGE_FOOTER.replace("\n", " "))
+    assert whole >= Fraction(55, 100)  # the whole texts clear the threshold
+    verdicts = batch.dedup([own + EDGE_FOOTER, other + EDGE_FOOTER])
+    assert (verdicts[1].duplicate_of == "0") is merged
+    if not merged:  # it is this bar that refuses it
+        lower = MinHashVerification(shared_lines_rest=0.29)
+        assert (
+            batch.dedup([own + EDGE_FOOTER, other + EDGE_FOOTER], policy=lower)[1].duplicate_of
+            == "0"
+        )
