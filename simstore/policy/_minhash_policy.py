@@ -155,6 +155,10 @@ class MinHashVerification(Policy):
     # and up). None: the whole texts decide (simstore 0.4's rule). A kept short text keeps its
     # lines (``simstore.text.edges``)
     shared_lines_rest: float | None = 0.3
+    # a long text mostly in Chinese or Japanese keeps the first words in Latin letters of its
+    # opening (``lookalike.title_words``: a command, a product), and one put for another there is
+    # its identity (such texts keep no opening). False: simstore 0.4's rule
+    cjk_titles: bool = True
     expire_by_last_seen: bool = False  # see Policy.expire_by_last_seen
 
     def __post_init__(self) -> None:
@@ -189,6 +193,7 @@ class MinHashVerification(Policy):
             "keep_symbols",
             "identity_rule",
             "merge_identity_swaps",
+            "cjk_titles",
             "expire_by_last_seen",
         ):
             if not isinstance(getattr(self, name), bool):
@@ -285,7 +290,8 @@ class MinHashVerification(Policy):
         names = item.context.names
         if item.text is not None:
             return number_sketch("", names, numbers=False) if names else None
-        return number_sketch(item.normalised or "", names)
+        titles = self.cjk_titles and item.mostly_cjk
+        return number_sketch(item.normalised or "", names, titles=titles)
 
     def _context(self, item: Item) -> Context:
         """The item's ``Context``: made when it was planned, or read from its signature (a kept

@@ -67,6 +67,9 @@ MEANINGS: dict[str, dict[str, str]] = {
         "shared_lines_rest": "short texts: the whole lines both hold at their start and end (a "
         "footer, a disclaimer, a signature) are set aside, and what remains must reach this "
         "3-gram Jaccard (or containment) to be a duplicate (none: the whole texts decide)",
+        "cjk_titles": "long texts mostly in Chinese or Japanese: the first words in Latin letters "
+        "of the opening (a command, a product) are kept, and one put for another there makes "
+        "a look-alike",
         **_EVERY,
     },
     "simhash-verified": {

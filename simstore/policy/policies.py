@@ -193,6 +193,7 @@ _BEFORE_OPTION: dict[str, dict[str, object]] = {
         "merge_identity_swaps": False,
         "minhash_bands": minhash.LAYOUT,  # recipe 2: 24 x 3 (minhash.LAYOUTS)
         "shared_lines_rest": None,  # lines shared at the edges set aside: after simstore 0.4.0
+        "cjk_titles": False,  # a long CJK text's title words kept: after simstore 0.4.0
     },
 }
 """For a recipe recorded before an option existed, the value that keeps the rule it recorded."""

@@ -47,7 +47,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from rapidfuzz.distance import Indel
+from rapidfuzz.distance import OSA, Indel
 
 from simstore.text._algorithms import nfkc
 from simstore.text.similarity import _is_typo
@@ -69,6 +69,10 @@ SKETCH_SPLIT = "/"  # between a sketch's parts (no number or name is "/")
 NAMES = 12  # names a sketch keeps
 TOPS = 4  # most frequent names and identifiers a long text's sketch keeps, with their counts
 COUNT_MARK = "*"  # between such a token and its count
+# a long text mostly in Chinese or Japanese: the first words in Latin letters of its opening (a
+# command, a product: what it is about) that its sketch keeps, and the characters they are read from
+TITLES = 4
+TITLES_FROM = 200
 MAX_SWAP = 4  # tokens on a side of one place: more is a passage rewritten or moved
 # places where Chinese or Japanese words (two characters or more, no typo) stand for others:
 # with no capitals to tell a name from a word, more than this many are a template filled in
@@ -79,6 +83,7 @@ _TRAIL = re.compile(r"(?:\+\+|#)$")
 _NUMBER = re.compile(r"\d+(?:[.:/-]\d+)*")
 _DIGITS = re.compile(r"\d+")
 _SEGMENTS = re.compile(r"[\W_]+")
+INNER_EDIT_LENGTH = 3  # an identifier's part of this many letters may hold a typo inside it
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 
 
@@ -309,7 +314,24 @@ def _segment_typos(gone: Sequence[str], came: Sequence[str], typos: bool) -> boo
     right = _SEGMENTS.split(" ".join(came))
     if len(left) != len(right):
         return False
-    return all(x == y or _is_typo((x,), (y,), typos) for x, y in zip(left, right, strict=True))
+    return all(
+        x == y or _is_typo((x,), (y,), typos) or (typos and _inner_edit(x, y))
+        for x, y in zip(left, right, strict=True)
+    )
+
+
+def _inner_edit(x: str, y: str) -> bool:
+    """Whether two letter-only parts of an identifier differ by one edit inside them, their
+    first and last letters kept (``cmd`` and ``cd`` in ``membarrier_cmd_register``): a typo. An
+    edit at a part's edge makes another name (``python3-ssl`` and ``python3-ssh``)."""
+    return (
+        max(len(x), len(y)) >= INNER_EDIT_LENGTH
+        and x.isalpha()
+        and y.isalpha()
+        and x[0] == y[0]
+        and x[-1] == y[-1]
+        and OSA.distance(x, y, score_cutoff=1) == 1
+    )
 
 
 def _identifier_swapped(gone: Sequence[str], came: Sequence[str], typos: bool) -> bool:
@@ -340,13 +362,18 @@ def _hash(token: str) -> int:
 
 
 def sketch(
-    text: str, names: Iterable[str] = (), size: int = SKETCH, numbers: bool = True
+    text: str,
+    names: Iterable[str] = (),
+    size: int = SKETCH,
+    numbers: bool = True,
+    titles: bool = False,
 ) -> tuple[str, ...]:
     """What a signature keeps of a text for the look-alike rule: its numbers (``1.2.3``,
     ``2024``: digit runs joined by ``.-/``) as two bottom-k samples of ``size // 2`` each, in
     hash order (the versions and dates, numbers of several parts, which a template's fill
     changes; then the plain numbers), then up to ``NAMES`` of the text's names (``Context``),
-    each part after ``SKETCH_SPLIT``. ``numbers`` False: the names alone (a short text, whose
+    each part after ``SKETCH_SPLIT``, then its ``TOPS`` most frequent identifiers and, with
+    ``titles``, its ``title_words``. ``numbers`` False: the names alone (a short text, whose
     numbers are read from the text it keeps)."""
     half = size // 2
     found = set(_NUMBER.findall(text)) if numbers else set()
@@ -362,7 +389,21 @@ def sketch(
         for t, n in counts.most_common(TOPS)
         if n >= (2 if t in identifiers else 3) and len(t) > 1
     ]
-    return (*parts, SKETCH_SPLIT, *plain, SKETCH_SPLIT, *kept_names, SKETCH_SPLIT, *tops)
+    found_tops = (*parts, SKETCH_SPLIT, *plain, SKETCH_SPLIT, *kept_names, SKETCH_SPLIT, *tops)
+    return (*found_tops, SKETCH_SPLIT, *title_words(text)) if titles else found_tops
+
+
+def title_words(text: str) -> tuple[str, ...]:
+    """The first ``TITLES`` distinct words in Latin letters (no digit) among a comparison text's
+    first ``TITLES_FROM`` characters: in a text mostly in Chinese or Japanese, what it is about
+    (``name mkfs ...``: a command; a product, a package), which an edit rarely replaces."""
+    found: dict[str, None] = {}
+    for token in _TOKEN.findall(text[:TITLES_FROM]):
+        if len(token) > 1 and not _is_cjk(token) and not _DIGIT.search(token):
+            found.setdefault(token)
+            if len(found) == TITLES:
+                break
+    return tuple(found)
 
 
 def _identifiers(text: str) -> set[str]:
@@ -401,6 +442,10 @@ def sketch_swaps(
         swap = _top_swap(old_parts[3], new_parts[3])
         if swap is not None:
             return [swap]
+    if len(old_parts) > 4 and len(new_parts) > 4:
+        swap = _title_swap(old_parts[4], new_parts[4], typos)
+        if swap is not None:
+            return [swap]
     for index, (old_part, new_part) in enumerate(zip(old_parts[:2], new_parts[:2], strict=False)):
         swap = _number_swap(*_sample_excess(old_part, new_part, sizes[index]))
         if swap is not None:
@@ -412,6 +457,23 @@ def sketch_swaps(
         if len(gone_names) == len(came_names) == 1:  # one name for one name
             return [Swap(gone_names[0], came_names[0], "name")]
     return []
+
+
+def _title_swap(old: Sequence[str], new: Sequence[str], typos: bool) -> Swap | None:
+    """One of the old text's ``title_words`` put for another in its place, the words around it
+    the same (a word moved, or one that came in last, as a sentence moved or cut brings, is
+    none), and no typo of it."""
+    if len(old) != len(new) or len(old) < 2:
+        return None
+    differ = [i for i, (x, y) in enumerate(zip(old, new, strict=True)) if x != y]
+    if len(differ) != 1 or differ[0] == len(old) - 1:
+        return None
+    gone, came = old[differ[0]], new[differ[0]]
+    if gone in new or came in old:
+        return None
+    if _is_typo((gone,), (came,), typos) or _segment_typos((gone,), (came,), typos):
+        return None
+    return Swap(gone, came, "title")
 
 
 def _top_swap(old: Sequence[str], new: Sequence[str]) -> Swap | None:

@@ -103,15 +103,21 @@ def _manual(version: str, tail: str = "") -> str:
     return " ".join(lines) + f" This manual describes release {version} of the tool.{tail}"
 
 
-def test_a_version_bumped_past_the_opening_is_kept_apart(make_store: StoreFactory) -> None:
-    old, new = _manual("2.3"), _manual("2.4")
+def _long_pair_kept_apart(store: SimStore, old: str, new: str, reason: str) -> None:
+    """Add two long texts; the second must be kept, refused as a look-alike for ``reason``."""
     assert len(compare_normalise(old)) > 700  # a long text: decided by its estimate
-    store = make_store()
     store.add(old, key="old")
-    bumped = store.add(new, key="new")
-    assert bumped.inserted, bumped.duplicate_of
+    added = store.add(new, key="new")
+    assert added.inserted, added.duplicate_of
     [judged] = store.near_misses("new")
-    assert judged.reason == "look-alike: '2.3' -> '2.4' (number)"
+    assert judged.reason == reason
+
+
+def test_a_version_bumped_past_the_opening_is_kept_apart(make_store: StoreFactory) -> None:
+    store = make_store()
+    _long_pair_kept_apart(
+        store, _manual("2.3"), _manual("2.4"), "look-alike: '2.3' -> '2.4' (number)"
+    )
     # a copy with a line added at the end (no number swapped) is still a duplicate
     longer = store.add(_manual("2.3", " Report bugs to the list."), key="longer")
     assert longer.duplicate_of is not None and longer.duplicate_of.key == "old"
@@ -198,3 +204,59 @@ def test_an_existing_namespace_keeps_deciding_as_it_did(tmp_path: Path) -> None:
         assert new.add(REWORDED, key="reworded").duplicate_of is not None
     with SimStore(url, namespace="default") as reopened:  # the record is not rewritten
         assert json.loads(reopened.policy.recipe())["params"]["identity_rule"] is False
+
+
+# A long text mostly in Chinese: a manual page whose title names its command once (the body
+# says "该命令", "this command"), as the Chinese manual pages of one package's commands do.
+_BODY = (
+    "该命令用来在指定的设备上创建一个新的文件系统，通常是在硬盘的一个分区上。",
+    "设备既可以是设备名，也可以是文件系统的挂载点，块数是指该文件系统所用的块的数目。",
+    "如果执行成功，返回值为零，反之则返回一个非零的值，并在标准错误上说明原因。",
+    "实际上它只是一个前端，会根据指定的类型去调用相应的程序来完成真正的工作。",
+    "选项中的类型指定要创建的文件系统的种类，如果没有指定，就使用默认的类型。",
+    "详细的选项会被传递给真正的创建程序，大多数程序都支持检查坏块和显示详细信息。",
+    "请注意，在一个已经挂载的分区上执行这个命令会破坏其中的数据，使用前务必确认。",
+    "在某些系统上，这个命令已经被更具体的程序所取代，建议直接使用那些程序。",
+    "本手册页由社区的志愿者翻译，如果发现错误，请向翻译项目报告，我们会尽快修正。",
+    "参见相关的手册页，以了解每种文件系统的详细选项和它们在不同版本中的差别。",
+    "有关更多的信息，请阅读软件包附带的文档，或者访问项目的网站获取最新的说明。",
+    "最后，感谢所有为这份文档的翻译和校对付出时间和精力的朋友们，谢谢你们的帮助。",
+)
+
+
+def _chinese_manual(command: str, body: tuple[str, ...] = _BODY) -> str:
+    # its sentences twice, in two orders: a long text (over 700 normalised characters)
+    return f"名称 {command} 创建一个 linux 文件系统 总览 -v -t 类型 设备 描述 " + "".join(
+        (*body, *reversed(body))
+    )
+
+
+def test_a_long_chinese_text_with_another_command_in_its_title_is_kept_apart(
+    make_store: StoreFactory,
+) -> None:
+    mkfs, fsck = _chinese_manual("mkfs"), _chinese_manual("fsck")
+    store = make_store()
+    _long_pair_kept_apart(store, mkfs, fsck, "look-alike: 'mkfs' -> 'fsck' (title)")
+    # an edited copy (one character changed in the body, 块 -> 快: a typo) is still a duplicate
+    edited = (_BODY[0], _BODY[1].replace("块数", "快数"), *_BODY[2:])
+    copy = store.add(_chinese_manual("mkfs", edited), key="edited")
+    assert copy.duplicate_of is not None and copy.duplicate_of.key == "old"
+    # without the option (simstore 0.4's rule), nothing in its signature tells the two apart
+    before = make_store(namespace="before", policy=MinHashVerification(cjk_titles=False))
+    before.add(mkfs, key="mkfs")
+    assert before.add(fsck, key="fsck").duplicate_of is not None
+
+
+def test_a_typo_inside_an_identifiers_part_is_an_edit(make_store: StoreFactory) -> None:
+    text = "Call membarrier_cmd_register_global_expedited once before the threads start work."
+    store = make_store()
+    store.add(text, key="text")
+    typo = store.add(text.replace("_cmd_", "_cd_"), key="typo")  # a letter dropped inside a part
+    assert typo.duplicate_of is not None and typo.duplicate_of.key == "text"
+    # a part's last letter changed is another name (another package of one family)
+    pack = "Install python3-ssl to talk to the servers of this network from your own scripts."
+    store.add(pack, key="ssl")
+    other = store.add(pack.replace("python3-ssl", "python3-ssh"), key="ssh")
+    assert other.inserted, other.duplicate_of
+    [judged] = [j for j in store.near_misses("ssh") if j.key == "ssl"]
+    assert judged.reason == "look-alike: 'python3-ssl' -> 'python3-ssh' (symbol)"
