@@ -476,16 +476,26 @@ def _title_swap(old: Sequence[str], new: Sequence[str], typos: bool) -> Swap | N
     return Swap(gone, came, "title")
 
 
+def _unlisted_most(counts: dict[str, int]) -> int:
+    """How often a token left off a sketch's full list of ``TOPS`` may occur (as often as the
+    last listed one); 1 when the list is not full (every unlisted token occurs once, or is a name
+    twice)."""
+    return min(counts.values()) if len(counts) >= TOPS else 1
+
+
 def _top_swap(old: Sequence[str], new: Sequence[str]) -> Swap | None:
     """A frequent name or identifier of the new text put for one of the old's at every place
     (it is not among the old's most frequent, and the other lost as many occurrences: all of
     them when it is not among the new's most frequent)."""
     old_counts = {t: int(n) for t, _, n in (entry.rpartition(COUNT_MARK) for entry in old)}
     new_counts = {t: int(n) for t, _, n in (entry.rpartition(COUNT_MARK) for entry in new)}
+    old_floor, new_floor = _unlisted_most(old_counts), _unlisted_most(new_counts)
     for came, count in new_counts.items():
-        if came in old_counts:
+        if came in old_counts or count <= old_floor:  # (it may be the old's, unlisted)
             continue
         for gone, was in old_counts.items():
+            if gone not in new_counts and was <= new_floor:
+                continue  # it may be in the new text as often, unlisted (a tie at the last place)
             # all of its places; some of them only for an identifier (lspci in lspci(8) too)
             partial = _has_symbol(came) or _has_symbol(gone)
             if new_counts.get(gone, 0) == was - count and (

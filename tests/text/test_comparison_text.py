@@ -210,3 +210,20 @@ def test_a_sketch_keeps_names_and_dates_apart() -> None:
 
 def test_context_is_empty_for_no_capitals() -> None:
     assert context("all in lower case") == Context(frozenset())
+
+
+def test_a_frequent_identifier_swapped_everywhere_but_not_one_that_ties_off_the_list() -> None:
+    # hand-made sketches: no numbers, no names, then the four most frequent identifiers
+    def tops(*entries: str) -> tuple[str, ...]:
+        return ("/", "/", "/", *entries)
+
+    old = tops("lspci*5", "pci-ids*3", "-v*2", "--help*2")
+    # the command put for another at its five places: a man page made into another's
+    [swap] = sketch_swaps(old, tops("lsusb*5", "pci-ids*3", "-v*2", "--help*2"))
+    assert (swap.old, swap.new, swap.why) == ("lspci", "lsusb", "recurring")
+    # a re-wrap broke '--help' once: '-n', twice in both texts but off the old's full list
+    # (tied with its last place), takes the last place; neither tells a swap
+    assert sketch_swaps(old, tops("lspci*5", "pci-ids*3", "-v*2", "-n*2")) == []
+    # not a full list: a token off it occurs once at most, so one listed twice came in
+    [swap] = sketch_swaps(tops("lspci*5", "-v*2"), tops("lspci*5", "-n*2"))
+    assert (swap.old, swap.new) == ("-v", "-n")
