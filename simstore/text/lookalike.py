@@ -264,6 +264,15 @@ def _judge(
             return "recurring"
         one_for_one = len(a) == len(b) == 1  # a typo
         return "words" if not one_for_one and len(a) + len(b) <= 4 * MAX_SWAP else None
+    if (
+        len(a) == len(b) == 1
+        and _letters(a[0]) == _letters(b[0])
+        and _edges(a) != _edges(b)
+        and not (right_counts[a[0]] and left_counts[b[0]])
+    ):
+        # c put for c++ though c stands elsewhere too ("c++ and c"), c++ found nowhere else in
+        # the new text; a form both texts hold elsewhere is layout (a table's + border)
+        return "symbol"
     # the tokens replaced: a token found elsewhere in the other text was moved, not replaced
     gone = [t for t in a if right_counts[t] == 0]
     came = [t for t in b if left_counts[t] == 0]

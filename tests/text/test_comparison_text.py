@@ -227,3 +227,14 @@ def test_a_frequent_identifier_swapped_everywhere_but_not_one_that_ties_off_the_
     # not a full list: a token off it occurs once at most, so one listed twice came in
     [swap] = sketch_swaps(tops("lspci*5", "-v*2"), tops("lspci*5", "-n*2"))
     assert (swap.old, swap.new) == ("-v", "-n")
+
+
+def test_a_symbol_dropped_where_the_bare_word_stands_elsewhere_too_is_identity() -> None:
+    # 'C' is found elsewhere in the old text, so the place is no plain replacement of a word
+    # that came from nowhere: the symbol itself tells the two libraries apart
+    old = "ICU is a C++ and C library that provides robust Unicode support."
+    assert _swaps(old, old.replace("C++", "C")) == ["symbol"]
+    assert _swaps(old, old.replace("C++", "C#")) == ["symbol"]
+    # both forms in both texts, one place changed: layout (a table's border glued to a cell)
+    both = "use C++ here and C++ there and plain C too"
+    assert _swaps(both, both.replace("C++", "C", 1)) == []
