@@ -1,0 +1,294 @@
+"""The deciding rules at their edges: each test pins a branch or a bar that mutation testing
+(``mutmut``, ``[tool.mutmut]`` in pyproject.toml) found no other test held.
+
+Expected values come from the rule as documented and from ``simstore.text.similarity`` /
+``simstore.text.minhash`` called directly in the test, never from the policy under test.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from simstore import fingerprint
+from simstore.policy._minhash_policy import _lookalike_reason
+from simstore.policy.policies import Item, Kept, MinHashVerification, Policy
+from simstore.results import Judged
+from simstore.text import minhash, similarity
+from simstore.text.lookalike import Swap
+from simstore.text.normalise import compare_normalise
+from tests.policy.test_policies import AT, EDITED, OTHER, TEXT, kept_of, planned
+
+MEETING = "We met at the old mill by the river and we had tea for an hour or so."
+AT_FOUR = "We met at the old mill at 4 pm by the river and we had tea for an hour."
+
+
+def _jaccard(a: str, b: str) -> float:
+    return similarity.jaccard(compare_normalise(a), compare_normalise(b), normalise=False)
+
+
+def _replacements(a: str, b: str, *, typos: bool = True) -> tuple[int, bool]:
+    return similarity.replacements(compare_normalise(a), compare_normalise(b), typos=typos)
+
+
+# --- the count rule (identity_rule=False, recipe 1's) --------------------------------------------
+
+
+def test_count_rule_counts_replaced_words_without_the_number_check() -> None:
+    # two ordinary words put for others (mill -> barn, tea -> gin: 2 places, no number) are more
+    # than max_replaced = 1: a look-alike even when numbers do not matter
+    swapped = MEETING.replace("mill", "barn").replace("tea", "gin")
+    assert _jaccard(MEETING, swapped) >= 0.55  # 0.686: the measure alone would merge them
+    assert _replacements(MEETING, swapped) == (2, False)
+    policy = MinHashVerification(identity_rule=False, numbers_matter=False)
+    assert (
+        policy.confirm(planned(policy, "b", swapped), kept_of(planned(policy, "a", MEETING)), 3)
+        is None
+    )
+    # max_replaced None and numbers not minded: nothing makes a look-alike
+    lenient = MinHashVerification(identity_rule=False, numbers_matter=False, max_replaced=None)
+    assert lenient.confirm(
+        planned(lenient, "b", swapped), kept_of(planned(lenient, "a", MEETING)), 3
+    )
+
+
+def test_count_rule_sets_a_replaced_number_apart_whatever_max_replaced() -> None:
+    # 4 pm -> 5 pm: one place (not more than max_replaced = 1) but a number replaced by another
+    other = AT_FOUR.replace("4 pm", "5 pm")
+    assert _jaccard(AT_FOUR, other) >= 0.55  # 0.905
+    assert _replacements(AT_FOUR, other) == (1, True)
+    for max_replaced in (None, 1):
+        policy = MinHashVerification(identity_rule=False, max_replaced=max_replaced)
+        kept = kept_of(planned(policy, "a", AT_FOUR))
+        assert policy.confirm(planned(policy, "b", other), kept, 3) is None, max_replaced
+    blind = MinHashVerification(identity_rule=False, numbers_matter=False)
+    assert blind.confirm(planned(blind, "b", other), kept_of(planned(blind, "a", AT_FOUR)), 3)
+
+
+def test_count_rule_honours_the_typos_option() -> None:
+    # "teh" for "the" is a typo under the broad rule, a replaced word under 0.3's narrow one
+    # (words of four letters or more only): 1 place with typos, 2 without
+    edited = MEETING.replace("the old", "teh old").replace("mill", "barn")
+    assert _jaccard(MEETING, edited) >= 0.55  # 0.765
+    assert _replacements(MEETING, edited) == (1, False)
+    assert _replacements(MEETING, edited, typos=False) == (2, False)
+    broad = MinHashVerification(identity_rule=False)
+    assert broad.confirm(planned(broad, "b", edited), kept_of(planned(broad, "a", MEETING)), 3)
+    narrow = MinHashVerification(identity_rule=False, typos=False)
+    assert (
+        narrow.confirm(planned(narrow, "b", edited), kept_of(planned(narrow, "a", MEETING)), 3)
+        is None
+    )
+
+
+# --- reasons and judging -------------------------------------------------------------------------
+
+
+def test_lookalike_reason_names_three_swaps_and_counts_the_rest() -> None:
+    swaps = [Swap(str(i), str(i + 1), "number") for i in range(5)]
+    named = ["'0' -> '1' (number)", "'1' -> '2' (number)", "'2' -> '3' (number)"]
+    assert _lookalike_reason([]) == "look-alike"
+    assert _lookalike_reason(swaps[:1]) == f"look-alike: {named[0]}"
+    assert _lookalike_reason(swaps[:3]) == "look-alike: " + "; ".join(named)
+    assert _lookalike_reason(swaps[:4]) == "look-alike: " + "; ".join(named) + " and 1 more"
+    assert _lookalike_reason(swaps) == "look-alike: " + "; ".join(named) + " and 2 more"
+
+
+def test_judging_a_signed_text_against_an_unsigned_row_goes_by_distance() -> None:
+    # a row kept from a bare fingerprint has no signature: the distance decides, at the radius
+    policy = MinHashVerification()
+    item = planned(policy, "b", MEETING)
+    near = Kept("a", item.fingerprint ^ 0b111, AT, None, None)  # 3 bits apart
+    judged = policy.judge(item, near, 3)
+    assert (judged.measure, judged.matched, judged.reason) == ("distance", True, "duplicate")
+    far = Kept("a", item.fingerprint ^ 0b1111, AT, None, None)  # 4 bits apart
+    judged = policy.judge(item, far, 3)
+    assert (judged.measure, judged.matched) == ("distance", False)
+    assert judged.reason == "more than 3 bits apart"
+
+
+def test_plan_gives_the_store_radius_for_unsigned_rows() -> None:
+    # ``plan`` (one text) as ``plan_many``: the store's radius decides against a row without a
+    # signature
+    policy = MinHashVerification()
+    item = Item("b", fingerprint(MEETING), 10, 0)
+    policy.plan(item, MEETING, 5)
+    assert item.radius == 5
+    assert policy.confirm(item, Kept("a", item.fingerprint ^ 0b11111, AT, None, None), 5)
+
+
+def test_judging_a_long_text_against_a_short_one_uses_the_estimate() -> None:
+    # one side longer than short_length (700 normalised characters): the signatures' estimate
+    # decides, not the exact measure (which needs both texts)
+    policy = MinHashVerification()
+    long_text = " ".join([MEETING] * 12)  # ~830 normalised characters
+    assert len(compare_normalise(long_text)) >= policy.short_length
+    long, short = planned(policy, "b", long_text), planned(policy, "a", MEETING)
+    assert long.text is None and short.text is not None
+    assert long.signature is not None and short.signature is not None
+    judged = policy.judge(long, kept_of(short), 3)
+    estimate = minhash.estimate(long.signature, short.signature)
+    assert judged.measure == "minhash"
+    assert judged.score == round(estimate, 6)
+
+
+# --- long texts under the count rule: the opening ------------------------------------------------
+
+_WORDS = [
+    "river",
+    "stone",
+    "maple",
+    "copper",
+    "lantern",
+    "harbour",
+    "meadow",
+    "signal",
+    "thunder",
+    "velvet",
+    "orchard",
+    "canyon",
+    "beacon",
+    "willow",
+    "marble",
+    "falcon",
+    "timber",
+    "glacier",
+]
+
+
+def _body() -> str:
+    rng = random.Random(3)
+    return " ".join(" ".join(rng.choice(_WORDS) for _ in range(12)) + "." for _ in range(70))
+
+
+def _licence(*names: str) -> str:
+    """One template's document: five names in its opening, then a body all of them share. The
+    pad ``xx`` puts a word's end at character 350, where ``_opening_replaced`` cuts (0.7 of the
+    500-character opening), so the cut splits no word and the places are the names replaced."""
+    a, b, c, d, e = names
+    opening = f"This licence covers {a} and {b}, written by {c} for {d} at {e}; read it first. x "
+    return opening + _body()
+
+
+ORIGINAL = _licence("alpha", "bravo", "carol", "delta", "echo")
+
+
+def _opening_places(a: str, b: str) -> int:
+    """Places where the openings hold other words, each side's first 350 characters aligned
+    against the other's 500, the fewer taken (the rule as documented)."""
+    x, y = compare_normalise(a)[:500], compare_normalise(b)[:500]
+    return min(similarity.replacements(x[:350], y)[0], similarity.replacements(y[:350], x)[0])
+
+
+FIVE = _licence("golf", "hotel", "india", "juliet", "kilo")
+FOUR = _licence("golf", "hotel", "india", "juliet", "echo")
+
+
+def test_count_rule_tells_one_templates_long_documents_apart_by_their_opening() -> None:
+    # identity_rule=False: more than max_opening_replaced = 4 places of the openings holding
+    # other words make a look-alike; 4 are an edit (one place a name, counted by hand)
+    policy = MinHashVerification(identity_rule=False)
+    norm = compare_normalise(ORIGINAL)
+    assert len(norm) >= policy.short_length and norm[349] != " " and norm[350] == " "
+    assert (_opening_places(FIVE, ORIGINAL), _opening_places(FOUR, ORIGINAL)) == (5, 4)
+    kept = kept_of(planned(policy, "a", ORIGINAL))
+    five, four = planned(policy, "b", FIVE), planned(policy, "c", FOUR)
+    for item in (five, four):
+        assert item.signature is not None and kept.signature is not None and item.text is None
+        assert minhash.estimate(item.signature, kept.signature) >= policy.long_threshold
+    assert policy.confirm(five, kept, 3) is None
+    judged = policy.judge(five, kept, 3)
+    assert (judged.measure, judged.matched, judged.threshold) == ("minhash", False, 0.75)
+    assert judged.reason == "look-alike: 5 replaced word(s) in the opening"
+    match = policy.confirm(four, kept, 3)
+    assert match is not None and match.measure == "minhash"
+    judged = policy.judge(four, kept, 3)
+    assert (judged.reason, judged.matched, judged.distance) == ("duplicate", True, match.distance)
+    # typos=False (0.3's narrow rule): "ti" for "it" (two letters swapped in a word under four
+    # letters) is a fifth replaced place; a typo, no place, under the default rule
+    typo = FOUR.replace("read it", "read ti")
+    assert _replacements(typo[:80], FOUR[:80]) == (0, False)
+    assert _replacements(typo[:80], FOUR[:80], typos=False) == (1, False)
+    narrow = MinHashVerification(identity_rule=False, typos=False)
+    assert narrow.confirm(planned(narrow, "d", FOUR), kept_of(planned(narrow, "a", ORIGINAL)), 3)
+    assert (
+        narrow.confirm(planned(narrow, "d", typo), kept_of(planned(narrow, "a", ORIGINAL)), 3)
+        is None
+    )
+    assert policy.confirm(planned(policy, "d", typo), kept, 3)
+
+
+def test_count_rule_passes_over_an_opening_pushed_away_by_a_header() -> None:
+    # a long header added in front: the openings share under 30% of their words, so they are
+    # not one template's (the places are not counted) and containment decides: a duplicate
+    header = " ".join(f"notice{i} clause{i} section{i}" for i in range(20)) + ". "
+    policy = MinHashVerification(identity_rule=False)
+    assert _opening_places(header + ORIGINAL, ORIGINAL) > 4
+    x, y = (
+        compare_normalise(header + ORIGINAL)[:500].split(),
+        compare_normalise(ORIGINAL)[:500].split(),
+    )
+    shared = sum((Counter(x) & Counter(y)).values())
+    assert shared < 0.3 * min(len(x), len(y))
+    match = policy.confirm(
+        planned(policy, "b", header + ORIGINAL), kept_of(planned(policy, "a", ORIGINAL)), 3
+    )
+    assert match is not None and match.measure == "containment"
+
+
+def test_count_rule_without_a_kept_opening_goes_by_the_estimate() -> None:
+    # a row signed without an opening (opening_length None, or before openings were kept): the
+    # estimate alone decides, so one template's other document is a duplicate there
+    policy = MinHashVerification(identity_rule=False)
+    unopened = MinHashVerification(identity_rule=False, opening_length=None)
+    kept = kept_of(planned(unopened, "a", ORIGINAL))
+    assert kept.signature is not None and minhash.opening_of(kept.signature) is None
+    assert policy.confirm(planned(policy, "b", FIVE), kept, 3) is not None
+
+
+def _judge(policy: Policy, kept_text: str, text: str) -> Judged:
+    return policy.judge(planned(policy, "b", text), kept_of(planned(policy, "a", kept_text)), 3)
+
+
+def test_judging_short_texts_says_which_rule_refused_them() -> None:
+    # each reason of the short-text rule, with the measure, score and bar it names; scores from
+    # simstore.text.similarity and the signatures' estimate from simstore.text.minhash
+    policy = MinHashVerification()
+    edited = _judge(policy, TEXT, EDITED)
+    assert (edited.measure, edited.reason, edited.matched) == ("jaccard", "duplicate", True)
+    assert (edited.score, edited.threshold) == (round(_jaccard(TEXT, EDITED), 6), 0.55)
+    reworded = MEETING.replace("mill by the river", "bridge on the lake").replace("tea", "cake")
+    under = _judge(policy, MEETING, reworded)
+    assert _jaccard(MEETING, reworded) < 0.55  # 0.494
+    assert (under.measure, under.reason, under.matched) == (
+        "jaccard",
+        "score under the threshold",
+        False,
+    )
+    assert under.distance == (fingerprint(MEETING) ^ fingerprint(reworded)).bit_count()
+    vacuum = _judge(policy, TEXT, TEXT.replace("hiking boots", "robot vacuum"))
+    assert vacuum.reason == "look-alike: 'hiking boots' -> 'robot vacuum' (phrase)"
+    assert vacuum.matched is False
+    # recipe 1's count rule names how many words were replaced, and whether numbers differ
+    counted = MinHashVerification(identity_rule=False)
+    four = _judge(counted, AT_FOUR, AT_FOUR.replace("4 pm", "5 pm"))
+    assert (four.reason, four.matched) == ("look-alike: 1 replaced word(s), numbers differ", False)
+    swapped = _judge(counted, MEETING, MEETING.replace("mill", "barn").replace("tea", "gin"))
+    assert (swapped.reason, swapped.matched) == ("look-alike: 2 replaced word(s)", False)
+    assert (swapped.measure, swapped.threshold) == ("jaccard", 0.55)
+
+
+def test_judging_short_texts_under_the_prefilter_says_they_did_not_match() -> None:
+    # two unrelated short texts: the signatures' estimate is under the prefilter (0.35), so
+    # confirm refuses the pair, and the judgement says so (matched False), naming the prefilter
+    policy = MinHashVerification()
+    new, old = planned(policy, "b", OTHER), planned(policy, "a", TEXT)
+    assert new.signature is not None and old.signature is not None
+    estimate = minhash.estimate(new.signature, old.signature)
+    assert estimate < policy.prefilter
+    assert policy.confirm(new, kept_of(old), 3) is None
+    judged = policy.judge(new, kept_of(old), 3)
+    assert (judged.measure, judged.threshold) == ("minhash", 0.35)
+    assert (judged.reason, judged.matched) == ("estimate under the prefilter", False)
+    assert judged.score == round(estimate, 6)
+    assert judged.distance == (new.fingerprint ^ old.fingerprint).bit_count()
