@@ -10,11 +10,22 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
+
 from simstore import fingerprint
+from simstore.errors import InvalidInput
 from simstore.policy._minhash_policy import _lookalike_reason
-from simstore.policy.policies import Item, Kept, MinHashVerification, Policy
+from simstore.policy.policies import (
+    Item,
+    Kept,
+    MinHashVerification,
+    Policy,
+    SimHashOnly,
+    SimHashVerification,
+)
 from simstore.results import Judged
 from simstore.text import minhash, similarity
+from simstore.text._algorithms import default_normalise
 from simstore.text.lookalike import Swap
 from simstore.text.normalise import compare_normalise
 from tests.policy.test_policies import AT, EDITED, OTHER, TEXT, kept_of, planned
@@ -292,3 +303,87 @@ def test_judging_short_texts_under_the_prefilter_says_they_did_not_match() -> No
     assert (judged.reason, judged.matched) == ("estimate under the prefilter", False)
     assert judged.score == round(estimate, 6)
     assert judged.distance == (new.fingerprint ^ old.fingerprint).bit_count()
+
+
+# --- the exact measures and SimHashVerification --------------------------------------------------
+
+
+def test_each_measure_scores_the_comparison_texts_as_they_are() -> None:
+    # the policies compare texts they normalised themselves (symbols kept under the default
+    # policy): a measure must not normalise them again, which would drop "c++" and the spaces
+    # that character cosine counts. References: simstore.text.similarity without normalising.
+    a = compare_normalise("Built with C++ and Go, tested on Linux.")
+    b = compare_normalise("Built with C# and Go, tested on Linux!")
+    assert "c++" in a and "c#" in b
+    expected = {
+        "jaccard": similarity.jaccard(a, b, n=3, normalise=False),
+        "cosine": similarity.cosine(a, b, unit="char", normalise=False),
+        "edit": similarity.edit_ratio(a, b, normalise=False),
+    }
+    assert expected["cosine"] != similarity.cosine(a, b, unit="char")  # normalising changes it
+    assert expected["cosine"] != similarity.cosine(a, b, unit="word", normalise=False)
+    assert expected["edit"] != similarity.edit_ratio(a, b)
+    assert len(set(expected.values())) == 3
+    for measure, value in expected.items():
+        assert MinHashVerification(measure=measure).score(a, b) == value, measure  # type: ignore[arg-type]
+        assert SimHashVerification(measure=measure).score(a, b) == value, measure  # type: ignore[arg-type]
+
+
+def _simhash_item(policy: SimHashVerification, text: str, max_distance: int = 3) -> Item:
+    item = Item("b", fingerprint(text), 10, max_distance)
+    policy.plan_many([item], [text], max_distance)
+    return item
+
+
+def test_simhash_verification_confirms_a_short_text_at_its_bars() -> None:
+    # a short text (under 300 normalised characters) looks at kept texts within short_radius = 7
+    # bits and is a duplicate when the Jaccard of 3-grams reaches the threshold; the distance of
+    # the kept row is set in the test (its fingerprint is the new one's with bits flipped)
+    new, old = default_normalise(EDITED), default_normalise(TEXT)
+    score = similarity.jaccard(new, old, normalise=False)  # 0.93
+    policy = SimHashVerification()
+    item = _simhash_item(policy, EDITED)
+    assert (item.radius, item.threshold, item.text) == (7, 0.8, new)
+    at_radius = Kept("a", item.fingerprint ^ 0b1111111, AT, old, None)  # 7 bits apart
+    match = policy.confirm(item, at_radius, 3)
+    assert match is not None
+    assert (match.key, match.fingerprint, match.distance) == ("a", at_radius.fingerprint, 7)
+    assert (match.measure, match.score) == ("jaccard", round(score, 6))
+    assert policy.confirm(item, at_radius._replace(fingerprint=item.fingerprint ^ 0xFF), 3) is None
+    # a score exactly at the threshold is a duplicate; the least bit over it is not
+    at_bar = SimHashVerification(threshold=score)
+    assert at_bar.confirm(_simhash_item(at_bar, EDITED), at_radius, 3) is not None
+    over = SimHashVerification(threshold=min(1.0, score + 1e-9))
+    assert over.confirm(_simhash_item(over, EDITED), at_radius, 3) is None
+
+
+def test_simhash_verification_goes_by_the_store_radius_without_a_kept_text() -> None:
+    # a kept row without its text (kept from a fingerprint, or as a long text): nothing to
+    # compare, so the store's max_distance decides, not the wider short_radius
+    policy = SimHashVerification()
+    item = _simhash_item(policy, EDITED)
+    near = Kept("a", item.fingerprint ^ 0b111, AT, None, None)  # 3 bits
+    match = policy.confirm(item, near, 3)
+    assert match is not None and (match.distance, match.measure) == (3, None)
+    assert policy.confirm(item, near._replace(fingerprint=item.fingerprint ^ 0b11111), 3) is None
+
+
+def test_simhash_verification_names_a_bad_option() -> None:
+    for option, value in (
+        ("threshold", 1.5),
+        ("long_threshold", -0.1),
+        ("short_length", -1),
+        ("short_radius", -1),
+        ("long_radius", -2),
+        ("expire_by_last_seen", "yes"),
+    ):
+        with pytest.raises(InvalidInput, match=rf"\b{option}\b"):
+            SimHashVerification(**{option: value})  # type: ignore[arg-type]
+    assert SimHashVerification(short_length=0, short_radius=0, long_radius=0).short_radius == 0
+
+
+def test_plan_many_refuses_items_and_texts_of_different_lengths() -> None:
+    items = [Item("a", 1, 10, 3), Item("b", 2, 10, 3)]
+    for policy in (SimHashOnly(), SimHashVerification(), MinHashVerification()):
+        with pytest.raises(ValueError):
+            policy.plan_many(items, ["only one text"], 3)
