@@ -15,6 +15,7 @@ import pytest
 from simstore import fingerprint
 from simstore.errors import InvalidInput
 from simstore.policy._minhash_policy import _lookalike_reason
+from simstore.policy.decide import Edge, Rule, confirm_pairs, replay_edges
 from simstore.policy.policies import (
     Item,
     Kept,
@@ -22,11 +23,14 @@ from simstore.policy.policies import (
     Policy,
     SimHashOnly,
     SimHashVerification,
+    policy_from,
     strip_markup,
 )
+from simstore.policy.probes import band_radii, band_values, pair_radii
 from simstore.results import Judged
 from simstore.text import minhash, similarity
 from simstore.text._algorithms import default_normalise
+from simstore.text.encoding import bands
 from simstore.text.lookalike import Swap
 from simstore.text.normalise import compare_normalise
 from tests.policy.test_policies import AT, EDITED, OTHER, TEXT, kept_of, planned
@@ -480,3 +484,74 @@ def test_thresholds_name_every_bar_of_the_default_policy() -> None:
         "edit": (("short texts", 0.55),),
         "minhash": (("long texts", 0.75), ("long, mostly CJK", 0.65)),
     }
+
+
+# --- the lookup planner and the in-order decision ------------------------------------------------
+
+
+def test_band_radii_follow_the_multi_index_split() -> None:
+    # r = 4p + q: q + 1 bands probed at radius p, the other 3 - q at p - 1 (worked by hand)
+    assert band_radii(0) == [(0, 0)]
+    assert band_radii(3) == [(0, 0), (1, 0), (2, 0), (3, 0)]
+    assert band_radii(4) == [(0, 1), (1, 0), (2, 0), (3, 0)]
+    assert band_radii(5) == [(0, 1), (1, 1), (2, 0), (3, 0)]
+    assert band_radii(7) == [(0, 1), (1, 1), (2, 1), (3, 1)]
+    assert band_radii(8) == [(0, 2), (1, 1), (2, 1), (3, 1)]
+    assert pair_radii(0) == [(0, 0)]
+    assert pair_radii(1) == [(0, 0), (1, 0)]
+    assert pair_radii(2) == [(0, 1), (1, 0)]
+    assert pair_radii(3) == [(0, 1), (1, 1)]
+    with pytest.raises(ValueError, match=r"radii 0\.\.3"):
+        pair_radii(4)
+
+
+def test_band_values_find_every_fingerprint_within_a_wide_radius() -> None:
+    # radius 4..8: every split of the flipped bits among the four 16-bit bands leaves some band
+    # within its probe radius, so the candidate's band value is among those looked up
+    rng = random.Random(13)
+    for radius in range(4, 9):
+        for _ in range(40):
+            query = rng.getrandbits(64)
+            found = query
+            for bit in rng.sample(range(64), radius):
+                found ^= 1 << bit
+            wanted = band_values(query, radius)
+            own = bands(found)
+            assert any(own[band] in values for band, values in wanted.items()), (radius, found)
+            # and nothing beyond each band's probe radius is looked up
+            for band, band_radius in band_radii(radius):
+                assert all(
+                    (value ^ bands(query)[band]).bit_count() <= band_radius
+                    for value in wanted[band]
+                )
+
+
+def test_replayed_matches_carry_no_fingerprint() -> None:
+    moments = [AT, AT, AT]
+    edges = [Edge(new=1, old=0, distance=2, measure="jaccard", score=0.9)]
+    decided = replay_edges(["a", "b", "c"], edges, moments)
+    assert decided[0] == [] and decided[2] == []
+    [match] = decided[1]
+    assert (match.key, match.fingerprint, match.distance, match.score) == ("a", 0, 2, 0.9)
+
+
+def test_policy_from_checks_the_threshold_first() -> None:
+    with pytest.raises(InvalidInput, match=r"^threshold must lie in \[0, 1\]"):
+        policy_from("minhash", threshold=1.5)
+
+
+def test_confirm_pairs_passes_the_store_radius() -> None:
+    # a short text against an earlier long one (whose text is not kept): SimHashVerification
+    # decides by the store's radius (3 here, not short_radius 7), so confirm_pairs must pass it on
+    policy = SimHashVerification()
+    base = fingerprint(TEXT)
+    long_text = " ".join([OTHER] * 5)  # over 300 normalised characters
+    old, near, far = (
+        Item("old", base, 10, 3),
+        Item("near", base ^ 0b111, 10, 3),
+        Item("far", base ^ 0b11111, 10, 3),
+    )
+    policy.plan_many([old, near, far], [long_text, EDITED, EDITED], 3)
+    assert old.text is None and near.text is not None
+    edges = confirm_pairs([old, near, far], [(1, 0), (2, 0)], Rule(policy, 3))
+    assert edges == [Edge(new=1, old=0, distance=3, measure=None, score=None)]
