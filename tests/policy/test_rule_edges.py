@@ -255,10 +255,12 @@ def test_count_rule_passes_over_an_opening_pushed_away_by_a_header() -> None:
     )
     shared = sum((Counter(x) & Counter(y)).values())
     assert 0 < shared < 0.3 * min(len(x), len(y))  # "for" only
-    match = policy.confirm(
-        planned(policy, "b", header + ORIGINAL), kept_of(planned(policy, "a", ORIGINAL)), 3
-    )
+    item, kept = planned(policy, "b", header + ORIGINAL), kept_of(planned(policy, "a", ORIGINAL))
+    match = policy.confirm(item, kept, 3)
     assert match is not None and match.measure == "containment"
+    judged = policy.judge(item, kept, 3)
+    assert (judged.measure, judged.reason, judged.threshold) == ("containment", "duplicate", 0.95)
+    assert (judged.distance, judged.score) == (match.distance, match.score)
 
 
 def test_count_rule_without_a_kept_opening_goes_by_the_estimate() -> None:
@@ -555,3 +557,45 @@ def test_confirm_pairs_passes_the_store_radius() -> None:
     assert old.text is None and near.text is not None
     edges = confirm_pairs([old, near, far], [(1, 0), (2, 0)], Rule(policy, 3))
     assert edges == [Edge(new=1, old=0, distance=3, measure=None, score=None)]
+
+
+def test_judging_under_the_count_rule_counts_as_the_policy_does() -> None:
+    # three words replaced: Jaccard 0.553 reaches the bar (set exactly at it here) while the
+    # containment (0.71) stays under 0.8, so the score alone accepts the pair and the count
+    # rule refuses it: the reason counts the places
+    three = MEETING.replace("mill", "barn").replace("tea", "gin").replace("river", "lake")
+    score = _jaccard(MEETING, three)
+    a, b = compare_normalise(MEETING), compare_normalise(three)
+    grams = similarity.char_ngrams(a, 3), similarity.char_ngrams(b, 3)
+    assert score >= 0.55 and similarity.containment_of_sets(*grams) < 0.8
+    at_bar = MinHashVerification(identity_rule=False, threshold=score)
+    judged = _judge(at_bar, MEETING, three)
+    assert (judged.reason, judged.matched) == ("look-alike: 3 replaced word(s)", False)
+    # a typo and two replaced words: 2 places under the typo rule, 3 under 0.3's narrow one
+    typo = MEETING.replace("the old", "teh old").replace("mill", "barn").replace("tea", "gin")
+    assert (_replacements(MEETING, typo), _replacements(MEETING, typo, typos=False)) == (
+        (2, False),
+        (3, False),
+    )
+    broad = _judge(MinHashVerification(identity_rule=False), MEETING, typo)
+    assert broad.reason == "look-alike: 2 replaced word(s)"
+    narrow = _judge(MinHashVerification(identity_rule=False, typos=False), MEETING, typo)
+    assert narrow.reason == "look-alike: 3 replaced word(s)"
+
+
+def test_judging_long_texts_under_the_threshold_says_so() -> None:
+    # two long texts of one template whose bodies differ in their second half (each word
+    # spelt backwards): the estimate is
+    # under long_threshold (0.75) and neither is contained in the other, so the reason is the
+    # estimate, whatever their openings share
+    policy = MinHashVerification()
+    half = len(_body()) // 2
+    other = FIVE[: len(FIVE) - half] + " ".join(word[::-1] for word in _body()[half:].split())
+    new, old = planned(policy, "b", other), planned(policy, "a", ORIGINAL)
+    assert new.signature is not None and old.signature is not None and new.text is None
+    estimate = minhash.estimate(new.signature, old.signature)
+    assert estimate < policy.long_threshold
+    judged = policy.judge(new, kept_of(old), 3)
+    assert (judged.measure, judged.threshold, judged.score) == ("minhash", 0.75, round(estimate, 6))
+    assert (judged.reason, judged.matched) == ("estimate under the threshold", False)
+    assert judged.distance == (new.fingerprint ^ old.fingerprint).bit_count()
