@@ -14,6 +14,7 @@ import pytest
 
 from simstore import fingerprint
 from simstore.errors import InvalidInput
+from simstore.policy._match import SMALL_JOIN, near_pairs
 from simstore.policy._minhash_policy import _lookalike_reason
 from simstore.policy.decide import Edge, Rule, confirm_pairs, replay_edges
 from simstore.policy.policies import (
@@ -599,3 +600,26 @@ def test_judging_long_texts_under_the_threshold_says_so() -> None:
     assert (judged.measure, judged.threshold, judged.score) == ("minhash", 0.75, round(estimate, 6))
     assert (judged.reason, judged.matched) == ("estimate under the threshold", False)
     assert judged.distance == (new.fingerprint ^ old.fingerprint).bit_count()
+
+
+def test_near_pairs_finds_pairs_that_only_a_later_band_holds() -> None:
+    # 70 x 70 pairs (over SMALL_JOIN, so the band join runs): every candidate is its query with
+    # one bit of band 0 flipped, so band 0 joins nothing and band 1 finds every pair; the
+    # expected pairs by brute force
+    rng = random.Random(17)
+    queries = [rng.getrandbits(64) for _ in range(70)]
+    candidates = [query ^ (1 << 60) for query in queries]
+    assert len(queries) * len(candidates) > SMALL_JOIN
+    expected = [
+        [j for j, value in enumerate(candidates) if (value ^ query).bit_count() <= 1]
+        for query in queries
+    ]
+    assert expected == [[i] for i in range(70)]
+    assert near_pairs(queries, [1] * 70, candidates) == expected
+
+
+def test_near_pairs_refuses_what_it_cannot_answer() -> None:
+    with pytest.raises(ValueError, match=r"^near_pairs handles radii up to 3$"):
+        near_pairs(list(range(70)), [4] * 70, list(range(70)))
+    with pytest.raises(ValueError):  # one radius a query
+        near_pairs([1, 2], [0], [3])
