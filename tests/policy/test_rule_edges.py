@@ -262,6 +262,15 @@ def test_count_rule_passes_over_an_opening_pushed_away_by_a_header() -> None:
     judged = policy.judge(item, kept, 3)
     assert (judged.measure, judged.reason, judged.threshold) == ("containment", "duplicate", 0.95)
     assert (judged.distance, judged.score) == (match.distance, match.score)
+    # a containment exactly at long_containment is a duplicate (from the estimate and the two
+    # sizes the signatures store, by simstore.text.minhash)
+    assert item.signature is not None and kept.signature is not None
+    own, other = minhash.size_of(item.signature), minhash.size_of(kept.signature)
+    assert own is not None and other is not None
+    estimate = minhash.estimate(item.signature, kept.signature)
+    contained = minhash.contained(estimate, own, other)
+    at_bar = MinHashVerification(identity_rule=False, long_containment=contained)
+    assert at_bar.confirm(item, kept, 3) is not None
 
 
 def test_count_rule_without_a_kept_opening_goes_by_the_estimate() -> None:
@@ -623,3 +632,14 @@ def test_near_pairs_refuses_what_it_cannot_answer() -> None:
         near_pairs(list(range(70)), [4] * 70, list(range(70)))
     with pytest.raises(ValueError):  # one radius a query
         near_pairs([1, 2], [0], [3])
+
+
+def test_plan_without_symbols_compares_word_characters_only() -> None:
+    # keep_symbols=False: simstore 0.4.0's comparison text (default_normalise), by plan as by
+    # plan_many
+    text = "Use C++ and C# every day, said the team lead on Monday."
+    policy = MinHashVerification(keep_symbols=False)
+    one = Item("a", fingerprint(text), 10, 3)
+    policy.plan(one, text, 3)
+    assert one.text == default_normalise(text) != compare_normalise(text)
+    assert planned(policy, "b", text).text == one.text
