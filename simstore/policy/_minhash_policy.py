@@ -590,9 +590,8 @@ class MinHashVerification(Policy):
         if judged.matched:
             reason = "duplicate"
         elif estimate < self.prefilter:
-            return _judged(
-                kept, distance, "minhash", estimate, self.prefilter, "estimate under the prefilter"
-            )
+            reason = "estimate under the prefilter"
+            return _judged(kept, distance, "minhash", estimate, self.prefilter, reason, False)
         elif not accepted:
             reason = "score under the threshold"
         elif swaps:
