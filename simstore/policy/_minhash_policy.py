@@ -614,11 +614,16 @@ class MinHashVerification(Policy):
         opening = "" if self.opening_length is None else ", look-alike openings apart"
         if self.identity_rule:
             opening = "" if self.merge_identity_swaps else ", identity swaps apart"
+        footers = (
+            ""
+            if self.shared_lines_rest is None
+            else f", shared footers set aside (rest >= {self.shared_lines_rest})"
+        )
         return (
             f"minhash (>= {self.min_bands} shared band keys, {self.short_min_bands} for short "
             f"texts; short texts: {self.measure} >= "
-            f"{self.threshold}{contained}{lookalike}; long: estimate >= {self.long_threshold}{cjk}"
-            f"{long_contained}{opening})"
+            f"{self.threshold}{contained}{lookalike}{footers}; long: estimate >= "
+            f"{self.long_threshold}{cjk}{long_contained}{opening})"
         )
 
     def thresholds(self, max_distance: int) -> Thresholds:

@@ -201,3 +201,16 @@ def test_what_remains_decides_at_the_bar(pair: tuple[str, str], merged: bool) ->
             batch.dedup([own + EDGE_FOOTER, other + EDGE_FOOTER], policy=lower)[1].duplicate_of
             == "0"
         )
+
+
+def test_the_policy_line_says_shared_footers_are_set_aside() -> None:
+    line = MinHashVerification().describe(3)
+    assert "identity swaps apart, shared footers set aside (rest >= 0.3); long:" in line
+    # another bar makes another line (``whatif`` shows the change); without the rule, no word of it
+    assert "(rest >= 0.5)" in MinHashVerification(shared_lines_rest=0.5).describe(3)
+    assert "footers" not in MinHashVerification(shared_lines_rest=None).describe(3)
+    # no line of its own among the report's thresholds: the bar is on what remains of two texts,
+    # not on the score a decision records, which the report's lines stand on
+    assert MinHashVerification().thresholds(3) == MinHashVerification(
+        shared_lines_rest=None
+    ).thresholds(3)
