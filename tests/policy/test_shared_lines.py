@@ -295,7 +295,7 @@ def test_no_normalisation_reaches_across_a_line_break() -> None:
     assert holding == []
 
 
-@pytest.mark.slow  # every character on both sides of a break: ~10 s
+@pytest.mark.slow  # every character on both sides of three breaks: ~4 minutes each
 @pytest.mark.parametrize("normaliser", [compare_normalise, default_normalise])
 def test_every_character_by_a_break_normalises_as_in_the_whole_text(
     normaliser: Callable[[str], str],
