@@ -232,35 +232,80 @@ class MinHashVerification(Policy):
         return prepared
 
     def plan(self, item: Item, text: str, max_distance: int) -> None:
-        prepared = self.prepare(text)
-        if self._sets_apart():
-            item.context = context(prepared)
-        self._planned(item, self.normalise(prepared), max_distance, prepared)
+        self._plan_each([item], [text], max_distance)
 
     def plan_many(
         self, items: Sequence[Item], texts: Sequence[str], max_distance: int
     ) -> list[Item]:
         """``plan`` for a batch: the prepared texts normalised in one pass, then signed."""
-        stripped = [self._stripped(text) for text in texts]
-        normal = compare_normalise_many if self.keep_symbols else default_normalise_many
-        normalised = normal(stripped)
-        for item, text, prepared, own in zip(items, texts, stripped, normalised, strict=True):
-            if not own and prepared is not text:  # stripped to nothing: the text is kept whole
-                own, prepared = self.normalise(text), text
-            if self._sets_apart():
-                item.context = context(prepared)
-            self._planned(item, own, max_distance, prepared)
+        self._plan_each(items, texts, max_distance)
+        for item in items:
             item.planned = True
         self.sign(items)
         return list(items)
 
-    def _planned(self, item: Item, normalised: str, max_distance: int, prepared: str) -> None:
+    def _plan_each(self, items: Sequence[Item], texts: Sequence[str], max_distance: int) -> None:
+        """``plan`` of each item, the prepared texts normalised in one pass."""
+        stripped = [self._stripped(text) for text in texts]
+        forms = self._normal_forms(stripped)
+        for item, text, prepared, (own, lines) in zip(items, texts, stripped, forms, strict=True):
+            if not own and prepared is not text:  # stripped to nothing: the text is kept whole
+                prepared = text
+                own, lines = self._normal_forms([text])[0]
+            if self._sets_apart():
+                item.context = context(prepared)
+            self._planned(item, own, max_distance, prepared, lines)
+
+    def _keeps_lines(self, prepared: str) -> bool:
+        """Whether the text, if short, is kept as its lines (``joined``)."""
+        return self.shared_lines_rest is not None and ("\n" in prepared or "\r" in prepared)
+
+    def _normal_forms(self, prepared: Sequence[str]) -> list[tuple[str, list[str] | None]]:
+        """Each prepared text's comparison text (``normalise``), all in one pass, with its lines'
+        where it may be kept as its lines (else None). Such a text is normalised once, line by
+        line: its lines' comparison texts joined by spaces are the whole text's, as every break
+        of ``str.splitlines`` is white space that NFKC and casefold leave alone and no token
+        spans (``tests/policy/test_shared_lines.py`` checks it for every character). A text
+        ``_SPLIT_FROM`` times ``short_length`` long or more is normalised whole: it is long."""
+        normal = compare_normalise_many if self.keep_symbols else default_normalise_many
+        split = [
+            text.splitlines()
+            if self._keeps_lines(text) and len(text) < _SPLIT_FROM * self.short_length
+            else None
+            for text in prepared
+        ]
+        pieces: list[str] = []
+        for text, lines in zip(prepared, split, strict=True):
+            if lines is None:
+                pieces.append(text)
+            else:
+                pieces.extend(lines)
+        normalised = iter(normal(pieces))
+        forms: list[tuple[str, list[str] | None]] = []
+        for lines in split:
+            if lines is None:
+                forms.append((next(normalised), None))
+            else:
+                own = [next(normalised) for _line in lines]
+                forms.append((" ".join(line for line in own if line), own))
+        return forms
+
+    def _planned(
+        self,
+        item: Item,
+        normalised: str,
+        max_distance: int,
+        prepared: str,
+        lines: list[str] | None = None,
+    ) -> None:
+        """Fill in ``item`` from its comparison text (``lines``: its lines', if normalised)."""
         item.radius = max_distance
         item.text = None
         if len(normalised) < self.short_length:
             item.text = normalised
-            if self.shared_lines_rest is not None and ("\n" in prepared or "\r" in prepared):
-                lines = [self.normalise(line) for line in prepared.splitlines()]
+            if self._keeps_lines(prepared):
+                if lines is None:  # (a text that long is rarely short)
+                    lines = [self.normalise(line) for line in prepared.splitlines()]
                 item.text = joined(lines, normalised)
         item.normalised = normalised  # signed with the rest of the batch (``sign``)
         cjk = _cjk_characters(normalised)
@@ -619,11 +664,16 @@ class MinHashVerification(Policy):
         opening = "" if self.opening_length is None else ", look-alike openings apart"
         if self.identity_rule:
             opening = "" if self.merge_identity_swaps else ", identity swaps apart"
+        footers = (
+            ""
+            if self.shared_lines_rest is None
+            else f", shared footers set aside (rest >= {self.shared_lines_rest})"
+        )
         return (
             f"minhash (>= {self.min_bands} shared band keys, {self.short_min_bands} for short "
             f"texts; short texts: {self.measure} >= "
-            f"{self.threshold}{contained}{lookalike}; long: estimate >= {self.long_threshold}{cjk}"
-            f"{long_contained}{opening})"
+            f"{self.threshold}{contained}{lookalike}{footers}; long: estimate >= "
+            f"{self.long_threshold}{cjk}{long_contained}{opening})"
         )
 
     def thresholds(self, max_distance: int) -> Thresholds:
@@ -648,6 +698,11 @@ def _whole_words(text: str) -> str:
     """A cut text without its last word, which the cut may have split."""
     return text.rsplit(" ", 1)[0] if " " in text else text
 
+
+# a text this many times ``short_length`` characters long or more is normalised whole, as it is
+# long (rarely short: its lines are then normalised too). 1.5: the least normalising time of 1,
+# 1.5, 2, 3 and every length over the quality dataset's texts with line breaks
+_SPLIT_FROM = 1.5
 
 # Chinese and Japanese characters: kana, CJK unified ideographs (and Extension A), compatibility
 # ideographs

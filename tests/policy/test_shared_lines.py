@@ -9,13 +9,18 @@ text written in normal form by hand (lowercase words, single spaces), never with
 from __future__ import annotations
 
 import dataclasses
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
+import simstore.policy._minhash_policy as minhash_policy
 from simstore.errors import InvalidInput
 from simstore.policy import batch
+from simstore.policy._base import Item
 from simstore.policy.policies import (
     POLICIES,
     MinHashVerification,
@@ -23,7 +28,9 @@ from simstore.policy.policies import (
     policy_with,
 )
 from simstore.store import SimStore
-from simstore.text.edges import flat, joined, shared_edges
+from simstore.text._algorithms import default_normalise, nfkc
+from simstore.text.edges import LINE, flat, joined, shared_edges
+from simstore.text.normalise import compare_normalise, compare_normalise_many
 from tests.conftest import StoreFactory
 
 FOOTER = (
@@ -201,3 +208,106 @@ def test_what_remains_decides_at_the_bar(pair: tuple[str, str], merged: bool) ->
             batch.dedup([own + EDGE_FOOTER, other + EDGE_FOOTER], policy=lower)[1].duplicate_of
             == "0"
         )
+
+
+def test_the_policy_line_says_shared_footers_are_set_aside() -> None:
+    line = MinHashVerification().describe(3)
+    assert "identity swaps apart, shared footers set aside (rest >= 0.3); long:" in line
+    # another bar makes another line (``whatif`` shows the change); without the rule, no word of it
+    assert "(rest >= 0.5)" in MinHashVerification(shared_lines_rest=0.5).describe(3)
+    assert "footers" not in MinHashVerification(shared_lines_rest=None).describe(3)
+    # no line of its own among the report's thresholds: the bar is on what remains of two texts,
+    # not on the score a decision records, which the report's lines stand on
+    assert MinHashVerification().thresholds(3) == MinHashVerification(
+        shared_lines_rest=None
+    ).thresholds(3)
+
+
+# texts whose line breaks stand next to what normalisation looks at: a word broken by a hyphen, a
+# flag and a ".net" opening a line, "c++" and "c#" ending one, a combining accent opening one, a
+# capital sigma (casefold), fullwidth forms and a Hangul filler at the edges, a NUL, and every
+# break ``str.splitlines`` knows
+EDGY = [
+    "objec-\ntive-c and asp.\nnet\n--verbose -v\n.net core",
+    "we use c++\r\nand c#\rwith g++\n\nc++11 -- ok\n",
+    "cafe\n\u0301 naive\u2028re\u0301sume\x85\u03a3\u039f\u03a3\n\u03a3",
+    "\uff21\uff22\uff23\u3000\n\u3164x\u3164\x0bnul\x00here\x0cform\x1cfs\x1dgs\x1ers\u2029end",
+    "\u6f22\u5b57\n\u304b\u306a\n\ud55c\uae00\n123.45\n6",
+]
+
+
+@pytest.mark.parametrize("keep_symbols", [True, False])
+def test_a_text_normalised_by_lines_is_the_whole_text_normalised(keep_symbols: bool) -> None:
+    # reference: the whole prepared text normalised at once (``normalise``), as plan did before
+    policy = MinHashVerification(keep_symbols=keep_symbols)
+    items = [Item(str(i), 0, None, 3) for i in range(len(EDGY))]
+    policy.plan_many(items, EDGY, 3)
+    for item, text in zip(items, EDGY, strict=True):
+        whole = policy.normalise(policy.prepare(text))
+        assert item.normalised == whole
+        assert item.text is not None and flat(item.text) == whole and LINE in item.text
+        alone = Item("alone", 0, None, 3)
+        policy.plan(alone, text, 3)
+        assert (alone.text, alone.normalised) == (item.text, item.normalised)
+
+
+def test_a_short_text_with_lines_is_normalised_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the real normalisers, wrapped to count the characters handed to them
+    handed: list[str] = []
+    one, many = compare_normalise, compare_normalise_many
+
+    def counted_one(text: str) -> str:
+        handed.append(text)
+        return one(text)
+
+    def counted_many(texts: Sequence[str]) -> list[str]:
+        handed.extend(texts)
+        return many(texts)
+
+    monkeypatch.setattr(minhash_policy, "compare_normalise", counted_one)
+    monkeypatch.setattr(minhash_policy, "compare_normalise_many", counted_many)
+    policy, text = MinHashVerification(), MEETING + FOOTER
+    item = Item("0", 0, None, 3)
+    policy.plan_many([item], [text], 3)
+    assert item.text is not None and LINE in item.text  # kept as its lines
+    assert sum(map(len, handed)) <= len(text)
+    handed.clear()
+    policy.plan(Item("1", 0, None, 3), text, 3)
+    assert sum(map(len, handed)) <= len(text)
+
+
+def test_no_normalisation_reaches_across_a_line_break() -> None:
+    # what normalising a text line by line stands on: each break of ``str.splitlines`` is white
+    # space to the token patterns (no token holds one, and the patterns' look-arounds see it as
+    # they see a text's edge), NFKC and casefold leave it alone, and it composes with nothing
+    breaks = [chr(c) for c in range(0x110000) if len(f"a{chr(c)}b".splitlines()) == 2]
+    assert breaks == list("\n\x0b\x0c\r\x1c\x1d\x1e\x85\u2028\u2029")
+    for brk in breaks:
+        assert re.fullmatch(r"\s", brk) and nfkc(brk) == brk and brk.casefold() == brk
+        assert unicodedata.combining(brk) == 0 and not unicodedata.decomposition(brk)
+    holding = [
+        hex(c)
+        for c in range(0x110000)
+        if not 0xD800 <= c <= 0xDFFF
+        and any(brk in unicodedata.normalize("NFKD", chr(c)) for brk in breaks)
+        and chr(c) not in breaks
+    ]
+    assert holding == []
+
+
+@pytest.mark.slow  # every character on both sides of three breaks: ~4 minutes each
+@pytest.mark.parametrize("normaliser", [compare_normalise, default_normalise])
+def test_every_character_by_a_break_normalises_as_in_the_whole_text(
+    normaliser: Callable[[str], str],
+) -> None:
+    differ = []
+    for point in range(0x110000):
+        if 0xD800 <= point <= 0xDFFF:
+            continue
+        char = chr(point)
+        for brk in ("\n", "\x85", "\u2029"):
+            text = f"a{char}{brk}{char}b#{brk}-{char}"
+            lines = (normaliser(line) for line in text.splitlines())
+            if normaliser(text) != " ".join(line for line in lines if line):
+                differ.append(text)
+    assert differ == []
