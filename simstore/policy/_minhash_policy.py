@@ -616,7 +616,7 @@ class MinHashVerification(Policy):
         if item.text is None or kept.text is None:
             least = self._long_bar(item)
             if judged.matched and judged.measure == "containment":  # confirm's own score
-                bar = self.long_containment or 1.0
+                bar = 1.0 if self.long_containment is None else self.long_containment
                 return _judged(kept, distance, "containment", judged.score, bar, "duplicate")
             reason = "duplicate" if judged.matched else "estimate under the threshold"
             accepted = estimate >= least or self._contained_long(item, kept, estimate) is not None

@@ -271,6 +271,9 @@ def test_count_rule_passes_over_an_opening_pushed_away_by_a_header() -> None:
     contained = minhash.contained(estimate, own, other)
     at_bar = MinHashVerification(identity_rule=False, long_containment=contained)
     assert at_bar.confirm(item, kept, 3) is not None
+    # a bar of 0 (every copy-sized pair under the estimate's threshold) is shown as 0, not 1
+    anything = MinHashVerification(identity_rule=False, long_containment=0.0)
+    assert anything.judge(item, kept, 3).threshold == 0.0
 
 
 def test_count_rule_without_a_kept_opening_goes_by_the_estimate() -> None:
