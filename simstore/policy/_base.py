@@ -58,10 +58,21 @@ class Item:
     planned: bool = False  # whether a policy planned it (else: decided by distance alone)
     mostly_cjk: bool = False  # most of its normalised characters are Chinese or Japanese
     context: Context = NO_CONTEXT  # its names and title (``simstore.text.lookalike``)
+    # the keys of its lines set aside as boilerplate (``simstore.policy.boilerplate``)
+    boilerplate: frozenset[int] = frozenset()
+    whole: Whole | None = None  # what it was before they were set aside
     own_bands: tuple[int, int, int, int] = field(init=False)  # bands(fingerprint), split once
 
     def __post_init__(self) -> None:
         self.own_bands = bands(self.fingerprint)
+
+
+class Whole(NamedTuple):
+    """A planned item's comparison text and band keys before lines were set aside from it
+    (``Policy.set_aside``): it is found by both sets of keys."""
+
+    text: str
+    band_keys: tuple[int, ...]
 
 
 class Kept(NamedTuple):
@@ -207,6 +218,17 @@ class Policy(ABC):
     def min_shared(self, item: Item) -> int:
         """How many band keys a kept text must share with ``item`` to be its candidate."""
         return self.min_bands
+
+    @property
+    def boilerplate_least(self) -> int | None:
+        """The texts that must have carried a line before a text for it to be boilerplate there
+        (``simstore.policy.boilerplate``); None: the policy keeps no memory of boilerplate."""
+        return None
+
+    def set_aside(self, item: Item, common: frozenset[int]) -> bool:
+        """Leave the lines of a planned item whose keys are in ``common`` out of what it is
+        compared by; whether that changed it (it must be signed again). Nothing by default."""
+        return False
 
     def least_equal_values(self) -> int | None:
         """The fewest MinHash signature values two signed texts can share and still match (a bar

@@ -25,6 +25,7 @@ from simstore.policy._base import (
     Measure,
     Policy,
     Thresholds,
+    Whole,
     _by_distance,
     _check_measure,
     _judged,
@@ -36,7 +37,7 @@ from simstore.policy._base import (
 from simstore.results import Judged, Match
 from simstore.text import minhash
 from simstore.text._algorithms import default_normalise, default_normalise_many
-from simstore.text.edges import flat, joined, shared_edges
+from simstore.text.edges import flat, joined, shared_edges, without_lines
 from simstore.text.lookalike import (
     Context,
     Swap,
@@ -159,6 +160,12 @@ class MinHashVerification(Policy):
     # opening (``lookalike.title_words``: a command, a product), and one put for another there is
     # its identity (such texts keep no opening). False: simstore 0.4's rule
     cjk_titles: bool = True
+    # the store's memory of boilerplate (``simstore.policy.boilerplate``): a line of a short text
+    # that at least this many earlier texts carried (in the keep window; lines of 8 characters
+    # or more of texts of several lines, each text counted when added, kept or not) is set aside
+    # before the text is signed and compared, and each kept text loses the same lines for the
+    # comparison. None: no memory (every line counts)
+    boilerplate_texts: int | None = None
     expire_by_last_seen: bool = False  # see Policy.expire_by_last_seen
 
     def __post_init__(self) -> None:
@@ -184,6 +191,7 @@ class MinHashVerification(Policy):
         check_int("max_replaced", self.max_replaced, lowest=0, optional=True)
         check_int("opening_length", self.opening_length, lowest=1, optional=True)
         check_int("max_opening_replaced", self.max_opening_replaced, lowest=0)
+        check_int("boilerplate_texts", self.boilerplate_texts, lowest=1, optional=True)
         for name in (
             "numbers_matter",
             "typos",
@@ -324,7 +332,38 @@ class MinHashVerification(Policy):
             item.signature = minhash.to_bytes(
                 signature, size, self._kept_opening(item), self._kept_sketch(item)
             )
+            if item.whole is not None:  # (lines set aside: found by its whole text's keys too)
+                band_keys = tuple(sorted({*band_keys, *item.whole.band_keys}))
             item.band_keys = band_keys
+
+    @property
+    def boilerplate_least(self) -> int | None:
+        return self.boilerplate_texts
+
+    def set_aside(self, item: Item, common: frozenset[int]) -> bool:
+        """A short text of several lines without those in ``common`` (``without_lines``): what
+        it is signed, compared and kept by; it is found by its whole text's band keys too."""
+        whole = item.text if item.whole is None else item.whole.text
+        if whole is None or not item.planned:
+            return False
+        rest = without_lines(whole, common)
+        if rest == item.text:
+            return False  # (as it was: set aside again, the same)
+        if rest == whole:  # (set aside before, in a transaction tried again: made whole)
+            item.whole, item.boilerplate = None, frozenset()
+        else:
+            item.whole = item.whole or Whole(whole, item.band_keys)
+            item.boilerplate = common
+        item.text = rest
+        item.normalised = flat(rest)
+        cjk = _cjk_characters(item.normalised)
+        item.mostly_cjk = 2 * cjk > len(item.normalised) - item.normalised.count(" ")
+        return True
+
+    def _other_text(self, item: Item, kept_text: str) -> str:
+        """What a kept short text is compared with ``item`` by: without the lines that were
+        boilerplate for ``item`` (a text kept before they were)."""
+        return without_lines(kept_text, item.boilerplate) if item.boilerplate else kept_text
 
     def _kept_sketch(self, item: Item) -> tuple[str, ...] | None:
         """What its signature carries for the identity rule (``simstore.text.lookalike.sketch``):
@@ -381,9 +420,9 @@ class MinHashVerification(Policy):
             )
             least = self.least_equal_values()
             for i, count in zip(signed, equal.tolist(), strict=True):
-                if count < least:  # refused by every rule (most of a short text's candidates)
-                    continue
                 a, b = items[i], kept[i]
+                if count < least and not a.boilerplate:
+                    continue  # refused by every rule (most of a short text's candidates)
                 distance = (a.fingerprint ^ b.fingerprint).bit_count()
                 out[i] = self._decide(a, b, distance, minhash.jaccard(count), scores)
         return out
@@ -411,17 +450,18 @@ class MinHashVerification(Policy):
             return Match(
                 kept.key, kept.fingerprint, distance, kept.added_at, measure, round(score, 6)
             )
-        if estimate < self.prefilter:
-            return None
+        kept_text = self._other_text(item, kept.text)
+        if estimate < self.prefilter and kept_text is kept.text:
+            return None  # (a kept text with lines set aside: its signature holds them)
         measure = self.measure
-        own, other = flat(item.text), flat(kept.text)
+        own, other = flat(item.text), flat(kept_text)
         score = (scores or self.score)(own, other)
         if score < self.threshold:
             contained = self._contained(own, other, scores)
             if contained is None:
                 return None
             measure, score = "containment", contained
-        if self._short_lookalike(item, other) or self._edges_only(item.text, kept.text):
+        if self._short_lookalike(item, other) or self._edges_only(item.text, kept_text):
             return None
         return Match(kept.key, kept.fingerprint, distance, kept.added_at, measure, round(score, 6))
 
@@ -628,13 +668,14 @@ class MinHashVerification(Policy):
             if places is not None and accepted and not self.identity_rule:
                 reason = f"look-alike: {places} replaced word(s) in the opening"
             return _judged(kept, distance, "minhash", estimate, least, reason, judged.matched)
-        own, other = flat(item.text), flat(kept.text)
+        kept_text = self._other_text(item, kept.text)
+        own, other = flat(item.text), flat(kept_text)
         score = self.score(own, other)
         accepted = score >= self.threshold or self._contained(own, other) is not None
         swaps = self._short_swaps(item, other) if accepted and not judged.matched else []
         if judged.matched:
             reason = "duplicate"
-        elif estimate < self.prefilter:
+        elif estimate < self.prefilter and kept_text is kept.text:
             reason = "estimate under the prefilter"
             return _judged(kept, distance, "minhash", estimate, self.prefilter, reason, False)
         elif not accepted:
@@ -646,7 +687,7 @@ class MinHashVerification(Policy):
             reason = f"look-alike: {places} replaced word(s)" + (
                 ", numbers differ" if numbers else ""
             )
-        elif (edges := self._edges_only(item.text, kept.text)) is not None:
+        elif (edges := self._edges_only(item.text, kept_text)) is not None:
             reason = f"alike only in the lines both share: {edges} set aside, the rest differs"
         else:
             reason = "look-alike"
@@ -669,6 +710,8 @@ class MinHashVerification(Policy):
             if self.shared_lines_rest is None
             else f", shared footers set aside (rest >= {self.shared_lines_rest})"
         )
+        if self.boilerplate_texts is not None:
+            footers += f", lines of >= {self.boilerplate_texts} earlier texts set aside"
         return (
             f"minhash (>= {self.min_bands} shared band keys, {self.short_min_bands} for short "
             f"texts; short texts: {self.measure} >= "

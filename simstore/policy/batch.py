@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from simstore.errors import InvalidInput, InvalidType
+from simstore.policy.boilerplate import LineCounts, set_aside
 from simstore.policy.decide import (
     CandidateIndex,
     Edge,
@@ -48,6 +49,7 @@ __all__ = [
     "confirm",
     "dedup",
     "plan_items",
+    "remember_boilerplate",
     "replay",
     "sign",
 ]
@@ -155,6 +157,15 @@ def sign(
     )
 
 
+def remember_boilerplate(items: Sequence[Item], *, policy: Policy = DEFAULT_POLICY) -> None:
+    """The store's memory of boilerplate over signed items, in input order
+    (``simstore.policy.boilerplate``): each item's lines that enough earlier items carried are
+    set aside and it is signed again. Nothing when the policy keeps no such memory."""
+    least = check_policy(policy).boilerplate_least
+    if least is not None:
+        set_aside(policy, items, LineCounts(least))
+
+
 def candidates(items: Sequence[Item], *, policy: Policy = DEFAULT_POLICY) -> list[tuple[int, int]]:
     """Every pair (new, old), old < new, that the store would confirm: shared band keys or the
     SimHash radius, as ``policy.is_candidate`` says. In memory; a big corpus wants a join."""
@@ -216,6 +227,7 @@ def dedup(
     """``sign`` and the store's in-order decision (``simstore.policy.decide``), all in memory:
     what ``candidates``, ``confirm`` and ``replay`` give together."""
     items = sign(texts, keys=keys, preset=preset, policy=policy, max_distance=max_distance)
+    remember_boilerplate(items, policy=policy)
     rule = Rule(check_policy(policy), check_radius(max_distance))
     decided = decide_in_order(items, [_SAME_MOMENT] * len(items), rule)
     return [_verdict(item.key, matches or ()) for item, matches in zip(items, decided, strict=True)]

@@ -70,6 +70,9 @@ MEANINGS: dict[str, dict[str, str]] = {
         "cjk_titles": "long texts mostly in Chinese or Japanese: the first words in Latin letters "
         "of the opening (a command, a product) are kept, and one put for another there makes "
         "a look-alike",
+        "boilerplate_texts": "short texts of several lines: a line that at least this many "
+        "earlier texts carried (a footer, a disclaimer) is set aside before the text is signed "
+        "and compared (none: every line counts)",
         **_EVERY,
     },
     "simhash-verified": {

@@ -129,6 +129,7 @@ _OPTIONAL: dict[str, type] = {
     "long_threshold": float,
     "opening_length": int,
     "shared_lines_rest": float,
+    "boilerplate_texts": int,
 }
 """Options that may be None, with the type of their other values."""
 
@@ -194,6 +195,7 @@ _BEFORE_OPTION: dict[str, dict[str, object]] = {
         "minhash_bands": minhash.LAYOUT,  # recipe 2: 24 x 3 (minhash.LAYOUTS)
         "shared_lines_rest": None,  # lines shared at the edges set aside: after simstore 0.4.0
         "cjk_titles": False,  # a long CJK text's title words kept: after simstore 0.4.0
+        "boilerplate_texts": None,  # the store's memory of boilerplate: after simstore 0.4.0
     },
 }
 """For a recipe recorded before an option existed, the value that keeps the rule it recorded."""

@@ -336,6 +336,14 @@ class _Recipe:
     moment: datetime
 
 
+def _check_memory(policy: Policy) -> None:
+    if policy.boilerplate_least is not None:
+        raise InvalidInput(
+            "simstore.spark does not keep the memory of boilerplate yet: give the policy "
+            "boilerplate_texts=None, or decide this corpus with a store or simstore.batch"
+        )
+
+
 def _recipe(
     store: SimStore | None,
     preset: str | Preset,
@@ -344,9 +352,11 @@ def _recipe(
     at: datetime | None,
 ) -> _Recipe:
     if store is not None:
+        _check_memory(store.policy)
         return _Recipe(store.preset, store.policy, store.max_distance, utc_naive(at))
     chosen_preset = get_preset(preset)
     chosen_policy = DEFAULT_POLICY if policy is None else check_policy(policy)
+    _check_memory(chosen_policy)
     radius = check_radius(max_distance)
     return _Recipe(chosen_preset, chosen_policy, radius, EPOCH if at is None else utc_naive(at))
 

@@ -27,7 +27,7 @@ from simstore.policy.policies import Item, Kept, Policy
 from simstore.policy.probes import PAIR_MAX_RADIUS, band_values, pair_radii, prefers_pairs
 from simstore.results import Judged, Match, sort_matches
 from simstore.storage import _prepared as prepared
-from simstore.storage import reads
+from simstore.storage import memory, reads
 from simstore.storage._connections import Connections
 from simstore.storage.locking import require_namespace
 from simstore.storage.retention import partition_of, window_start
@@ -218,7 +218,15 @@ class Finder:
         ``fresh``). A query does not read the namespace row: after a drop it finds nothing
         (the drop deleted the rows, and a namespace id is never reused)."""
         moments = [moment] * len(items)
-        return connections.read(lambda conn: self.find(conn, items, moments, rule, fresh=False))
+
+        def find(conn: Connection) -> list[list[Match]]:
+            memory.remember(
+                conn, self.ns_id, rule.policy, items, moments, keep=self.keep,
+                partition_seconds=self.partition_seconds, count=False,
+            )  # fmt: skip
+            return self.find(conn, items, moments, rule, fresh=False)
+
+        return connections.read(find)
 
     def near_misses(self, scope: Scope, key: str, rule: Rule) -> list[Judged]:
         """Kept ``key``'s candidates when it was added (rows written before its own), as the

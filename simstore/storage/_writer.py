@@ -25,6 +25,7 @@ from simstore.policy.decide import Rule, decide_in_order
 from simstore.policy.policies import Item
 from simstore.results import Decision, Match
 from simstore.storage import _prepared as prepared
+from simstore.storage import memory
 from simstore.storage._connections import CommitOutcomeUnknown, decisions_landed
 from simstore.storage._finder import Finder
 from simstore.storage._group import GroupCommit
@@ -175,6 +176,10 @@ class Writer:
         flag, if the lock statement read it)."""
         earlier = self.decisions_of(conn, [item.key for item in items])
         again = _seen_before(items, earlier)
+        counts = memory.remember(
+            conn, self.ns_id, rule.policy, items, moments, keep=self.keep,
+            partition_seconds=self.partition_seconds, skip=again,
+        )  # fmt: skip
         found = self._find_new(conn, items, moments, rule, unsigned, again)
         starts = None if self.keep is None else _window_starts(moments, self.keep)
         decided = decide_in_order(
@@ -210,6 +215,8 @@ class Writer:
         if insert_rows(conn, self.ns_id, rows, unsigned_known=self.finder.unsigned_rows):
             self.finder.unsigned_rows = True
         move_to_last_sighting(conn, self.ns_id, self.partition_seconds, seen, exclusive=exclusive)
+        if counts is not None:
+            memory.write_counts(conn, self.ns_id, counts.added)
         return out
 
     def _find_new(

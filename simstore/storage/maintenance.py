@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from simstore.errors import InvalidType
 from simstore.results import Purged
 from simstore.storage import _prepared as prepared
-from simstore.storage import expiry, partitions
+from simstore.storage import expiry, memory, partitions
 from simstore.storage._connections import Connections
 from simstore.storage.db import translate_errors
 from simstore.storage.locking import lock_for_write, lock_tables, require_namespace
@@ -154,6 +154,8 @@ def purge(
                 partition_rows = partitions.drop_expired(conn, layout, now)
                 partitions.make_ahead(conn, layout, now)
     kept, removed_keys = _purge_rows(connections, ns_id, cutoff, exclusive=exclusive)
+    with connections.transaction() as conn:
+        memory.purge_counts(conn, ns_id, cutoff)
     logged = 0
     while True:
         with connections.transaction() as conn:

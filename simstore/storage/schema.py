@@ -187,6 +187,20 @@ minhash_keys = sa.Table(
 
 # database-wide settings (name -> text value), e.g. PostgreSQL partitioning
 # (simstore.storage.partitions)
+# The store's memory of boilerplate (simstore.policy.boilerplate): how many texts added in a time
+# partition carried a line (its simstore.text.edges.segment_key); written only under a policy that
+# keeps the memory, purged with the partition
+segments = sa.Table(
+    "simstore_segments",
+    metadata,
+    sa.Column("segment", sa.BigInteger, nullable=False),
+    sa.Column("ns_id", sa.Integer, nullable=False),
+    sa.Column("part", sa.Integer, nullable=False),
+    sa.Column("texts", sa.Integer, nullable=False),
+    sa.PrimaryKeyConstraint("segment", "ns_id", "part", name="pk_simstore_segments"),
+    sa.Index("ix_simstore_segments_part", "part", "ns_id"),
+)
+
 settings = sa.Table(
     "simstore_settings",
     metadata,

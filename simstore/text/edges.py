@@ -11,7 +11,8 @@ another attribution, a copy cut short). A text is kept as its normalised lines j
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 LINE = "\n"
@@ -69,3 +70,40 @@ def shared_edges(own: str, other: str) -> Edges | None:
     rest_left = " ".join(left[leading : len(left) - trailing])
     rest_right = " ".join(right[leading : len(right) - trailing])
     return Edges(leading, trailing, rest_left, rest_right)
+
+
+# --- the store's memory of boilerplate -------------------------------------------------------
+
+SEGMENT_LENGTH = 8
+"""Normalised characters a line needs to count as a segment: shorter lines (``--``, ``hi``,
+``thanks``) recur under every kind of text and say nothing about it."""
+
+
+def segment_key(line: str) -> int:
+    """A normalised line's key: 64 bits of BLAKE2b as a signed integer (a SQL BIGINT), the same
+    in every process, store and Spark executor."""
+    digest = hashlib.blake2b(line.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def segments(text: str | None) -> tuple[int, ...]:
+    """The distinct keys (sorted) of a kept short text's lines (``joined``) of at least
+    ``SEGMENT_LENGTH`` characters; none for a text of one line (or a long text, None): only a
+    text of several lines has lines that can be set aside."""
+    if text is None or LINE not in text:
+        return ()
+    return tuple(
+        sorted({segment_key(line) for line in text.split(LINE) if len(line) >= SEGMENT_LENGTH})
+    )
+
+
+def without_lines(text: str, keys: Collection[int]) -> str:
+    """A kept text (``joined``) without its lines whose ``segment_key`` is in ``keys``; the text
+    itself when that leaves less than a segment (a text all boilerplate is compared whole)."""
+    if not keys or LINE not in text:
+        return text
+    lines = text.split(LINE)
+    kept = [line for line in lines if len(line) < SEGMENT_LENGTH or segment_key(line) not in keys]
+    if len(kept) == len(lines) or len("".join(kept)) < SEGMENT_LENGTH:
+        return text
+    return LINE.join(kept)

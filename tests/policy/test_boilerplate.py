@@ -1,0 +1,119 @@
+"""The memory of boilerplate without a store: lines many earlier texts carried set aside."""
+
+from __future__ import annotations
+
+import pytest
+
+from simstore.errors import InvalidInput
+from simstore.policy import batch
+from simstore.policy.boilerplate import LineCounts, set_aside
+from simstore.policy.policies import MinHashVerification, policy_from_recipe
+from simstore.text.edges import SEGMENT_LENGTH, segment_key, segments, without_lines
+
+FOOTER = (
+    "This message and its attachments are confidential and meant for the addressee only.\n"
+    "If you received it by mistake, please delete it and tell the sender."
+)
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+MESSAGES = [
+    f"The meeting about project {word} moved to room {number} on Thursday afternoon"
+    for number, word in enumerate(WORDS, start=11)
+]
+
+
+def _verdicts(texts: list[str], least: int | None) -> list[tuple[bool, str | None]]:
+    policy = MinHashVerification(boilerplate_texts=least)
+    return [(v.kept, v.duplicate_of) for v in batch.dedup(texts, policy=policy)]
+
+
+def test_a_message_re_sent_without_a_recurring_footer_finds_its_copy_under_it() -> None:
+    # five messages under one footer, then the fifth message alone: with a memory of 3 the
+    # footer is boilerplate from the fourth text on, so the fifth was kept as its message, and
+    # the bare message (the same words) is its duplicate; the first, kept before the footer was
+    # boilerplate, keeps its footer and is not found (its message is half its 3-grams)
+    texts = [message + "\n\n" + FOOTER for message in MESSAGES[:5]] + [MESSAGES[4], MESSAGES[0]]
+    assert _verdicts(texts, 3)[5:] == [(False, "4"), (True, None)]
+    assert _verdicts(texts, None)[5:] == [(True, None), (True, None)]  # no memory: missed
+
+
+def test_a_kept_text_from_before_loses_the_lines_that_are_boilerplate_for_the_new_one() -> None:
+    # the first text is kept with its footer; the fifth carries the first's message under the
+    # same footer, now boilerplate for it: its message alone is compared with the first's
+    # message alone (the kept text loses the same lines), and they are the same
+    texts = [message + "\n\n" + FOOTER for message in MESSAGES[:4]]
+    texts.append(MESSAGES[0] + " today\n\n" + FOOTER)
+    found = _verdicts(texts, 3)[4]
+    assert found == (False, "0")
+
+
+def test_messages_under_one_footer_stay_apart_with_the_memory() -> None:
+    texts = [message + "\n\n" + FOOTER for message in MESSAGES]
+    assert all(kept for kept, _of in _verdicts(texts, 3))
+
+
+def test_the_count_a_text_sees_is_of_the_texts_before_it_whatever_was_decided() -> None:
+    # a duplicate counts too: three copies of one text make its lines boilerplate for a fourth
+    counts = LineCounts(3)
+    keys = (1, 2)
+    assert [counts.see(keys) for _ in range(4)] == [frozenset()] * 3 + [frozenset(keys)]
+    assert counts.added[0, 1] == 4
+    # a query sees without counting
+    assert counts.common(keys) == frozenset(keys)
+    assert counts.counts[1] == 4
+
+
+def test_setting_aside_again_gives_what_setting_aside_once_gives() -> None:
+    # a transaction tried again sets its items aside again, maybe with other counts
+    policy = MinHashVerification(boilerplate_texts=1)
+    text = MESSAGES[0] + "\n\n" + FOOTER
+    (once,) = batch.sign([text], policy=policy)
+    (twice,) = batch.sign([text], policy=policy)
+    set_aside(policy, [once], LineCounts(1, dict.fromkeys(segments(once.text), 1)))
+    set_aside(policy, [twice], LineCounts(1))  # nothing common: stays whole
+    assert twice.whole is None and twice.boilerplate == frozenset()
+    set_aside(policy, [twice], LineCounts(1, dict.fromkeys(segments(twice.text), 5)))
+    set_aside(policy, [twice], LineCounts(1, dict.fromkeys(segments(twice.text), 5)))
+    assert (twice.text, twice.signature, twice.band_keys) == (
+        once.text,
+        once.signature,
+        once.band_keys,
+    )
+    set_aside(policy, [twice], LineCounts(1))  # then nothing common: whole again
+    (whole,) = batch.sign([text], policy=policy)
+    assert (twice.text, twice.signature, twice.band_keys, twice.whole) == (
+        whole.text,
+        whole.signature,
+        whole.band_keys,
+        None,
+    )
+
+
+def test_segments_are_the_lines_of_a_text_of_several_lines_long_enough_to_say_something() -> None:
+    text = "hello there, friend\n--\nsigned by the whole team"
+    assert segments(text) == tuple(
+        sorted({segment_key("hello there, friend"), segment_key("signed by the whole team")})
+    )
+    assert segments("one line only, however long it is") == ()
+    assert segments(None) == ()
+    assert len("--") < SEGMENT_LENGTH
+
+
+def test_without_lines_keeps_a_text_that_would_be_left_with_less_than_a_segment() -> None:
+    text = "a message of some words\nthe footer line here"
+    assert without_lines(text, {segment_key("the footer line here")}) == "a message of some words"
+    every = {segment_key(line) for line in text.split("\n")}
+    assert without_lines(text, every) == text
+    assert without_lines("hi\nthe footer line here", {segment_key("the footer line here")}) == (
+        "hi\nthe footer line here"
+    )
+
+
+def test_the_option_is_checked_and_recorded_and_recipes_from_before_keep_none() -> None:
+    with pytest.raises(InvalidInput, match="boilerplate_texts"):
+        MinHashVerification(boilerplate_texts=0)
+    policy = MinHashVerification(boilerplate_texts=5)
+    assert '"boilerplate_texts":5' in policy.recipe()
+    assert policy_from_recipe(policy.recipe()) == policy
+    older = policy.recipe().replace('"boilerplate_texts":5,', "")
+    assert policy_from_recipe(older).boilerplate_least is None
+    assert "lines of >= 5 earlier texts set aside" in policy.describe(3)
