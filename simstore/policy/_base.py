@@ -83,6 +83,7 @@ class Kept(NamedTuple):
     added_at: datetime
     text: str | None
     signature: bytes | None
+    whole: str | None = None  # its whole text, when lines were set aside from ``text``
 
 
 def _score(measure: Measure, a: str, b: str) -> float:

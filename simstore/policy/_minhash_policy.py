@@ -5,6 +5,7 @@ text, a similarity decides, and look-alikes are told apart by what differs (see 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import re
@@ -463,7 +464,18 @@ class MinHashVerification(Policy):
             measure, score = "containment", contained
         if self._short_lookalike(item, other) or self._edges_only(item.text, kept_text):
             return None
+        if self._whole_swaps(item, kept):
+            return None
         return Match(kept.key, kept.fingerprint, distance, kept.added_at, measure, round(score, 6))
+
+    def _whole_swaps(self, item: Item, kept: Kept) -> list[Swap]:
+        """The identity swaps between the whole texts of two short texts, one of them with lines
+        set aside: a line set aside is no evidence of a duplicate, and no more than that: one
+        that carries the text's identity (a version, a name) still tells the two apart."""
+        if (item.whole is None and kept.whole is None) or not self._sets_apart():
+            return []
+        whole = item if item.whole is None else dataclasses.replace(item, text=item.whole.text)
+        return self._short_swaps(whole, flat(kept.whole or kept.text or ""))
 
     def _edges_only(self, own: str, other: str) -> str | None:
         """What two short texts that the rule accepts share only at their edges (``"3 leading
@@ -672,7 +684,9 @@ class MinHashVerification(Policy):
         own, other = flat(item.text), flat(kept_text)
         score = self.score(own, other)
         accepted = score >= self.threshold or self._contained(own, other) is not None
-        swaps = self._short_swaps(item, other) if accepted and not judged.matched else []
+        swaps = []
+        if accepted and not judged.matched:
+            swaps = self._short_swaps(item, other) or self._whole_swaps(item, kept)
         if judged.matched:
             reason = "duplicate"
         elif estimate < self.prefilter and kept_text is kept.text:

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
 from simstore.policy._base import Item, Policy
-from simstore.text.edges import segments
+from simstore.text.edges import marked, segments
 
 
 class LineCounts:
@@ -42,6 +42,14 @@ class LineCounts:
     def common(self, keys: Sequence[int]) -> frozenset[int]:
         """``see`` without counting the text (a query: it adds nothing)."""
         return frozenset(key for key in keys if self.counts.get(key, 0) >= self.least)
+
+
+def stored_text(item: Item) -> str | None:
+    """What a kept item's row stores as its text: its whole text with the lines set aside
+    marked (``simstore.text.edges.marked``), or its comparison text."""
+    if item.whole is None:
+        return item.text
+    return marked(item.whole.text, item.boilerplate)
 
 
 def segments_of(items: Sequence[Item], skip: Collection[int] = ()) -> set[int]:

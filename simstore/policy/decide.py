@@ -59,7 +59,8 @@ class Edge:
 
 def as_kept(item: Item, added_at: datetime) -> Kept:
     """What confirming against an earlier ``item`` needs of it, as if kept at ``added_at``."""
-    return Kept(item.key, item.fingerprint, added_at, item.text, item.signature)
+    whole = None if item.whole is None else item.whole.text
+    return Kept(item.key, item.fingerprint, added_at, item.text, item.signature, whole)
 
 
 def keeps_base_candidate_rule(policy: Policy) -> bool:

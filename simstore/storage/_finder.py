@@ -31,9 +31,10 @@ from simstore.storage import memory, reads
 from simstore.storage._connections import Connections
 from simstore.storage.locking import require_namespace
 from simstore.storage.retention import partition_of, window_start
-from simstore.storage.schema import band_keys_in_row, kept_text_of
+from simstore.storage.schema import band_keys_in_row, stored_text_of
 from simstore.storage.scope import Scope
 from simstore.text import minhash
+from simstore.text.edges import unmarked
 from simstore.text.encoding import BAND_COUNT, MASK64, bands
 
 LOOKUPS = ("auto", "bands", "pairs")
@@ -455,13 +456,16 @@ class Finder:
     @staticmethod
     def _as_kept(rows: Iterable[Sequence[Any]]) -> dict[int, Kept]:
         """``prepared.rows_by_id``'s rows by id."""
-        return {
-            int(row_id): Kept(
+        found: dict[int, Kept] = {}
+        for row_id, key, added_at, text, value, signature, packed in rows:
+            stored = stored_text_of(text, None if packed is None else bytes(packed))
+            compared, whole = (None, None) if stored is None else unmarked(stored)[:2]
+            found[int(row_id)] = Kept(
                 key,
                 int(value) & MASK64,
                 prepared.as_datetime(added_at),
-                kept_text_of(text, None if packed is None else bytes(packed)),
+                compared,
                 None if signature is None else bytes(signature),
+                whole,
             )
-            for row_id, key, added_at, text, value, signature, packed in rows
-        }
+        return found

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from simstore.errors import BatchFailed, InvalidInput, KeyConflict, NamespaceDropped, SimstoreError
 from simstore.policy._planning import RawItem
+from simstore.policy.boilerplate import stored_text
 from simstore.policy.decide import Rule, decide_in_order
 from simstore.policy.policies import Item
 from simstore.results import Decision, Match
@@ -195,7 +196,7 @@ class Writer:
                 continue
             best = matches[0] if matches else None
             if best is None:
-                rows.keep(item.key, item.fingerprint, moment, item.text, item.signature,
+                rows.keep(item.key, item.fingerprint, moment, stored_text(item), item.signature,
                           item.band_keys, item.own_bands)  # fmt: skip
             else:
                 rows.log(item.key, item.fingerprint, moment, best)

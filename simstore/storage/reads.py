@@ -15,14 +15,16 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from simstore.policy._base import Whole
 from simstore.policy.decide import as_kept
 from simstore.policy.policies import Item, Kept
 from simstore.results import Stats
 from simstore.storage import expiry
 from simstore.storage.locking import require_namespace
-from simstore.storage.schema import decisions, fingerprints, kept_text_of
+from simstore.storage.schema import decisions, fingerprints, kept_text_of, stored_text_of
 from simstore.storage.scope import Scope
 from simstore.text import minhash
+from simstore.text.edges import unmarked
 from simstore.text.encoding import from_signed
 
 
@@ -66,11 +68,14 @@ def kept_row(conn: Connection, scope: Scope, key: str) -> KeptRow | None:
     require_namespace(conn, scope.ns_id, scope.namespace)
     if row is None:
         return None
-    text = kept_text_of(row.text, row.packed_text)
+    stored = stored_text_of(row.text, row.packed_text)
+    text, whole, common = (None, None, frozenset[int]()) if stored is None else unmarked(stored)
     item = Item(key, from_signed(int(row.fp)), None, scope.max_distance, text=text, planned=True)
     if row.signature is not None:
         item.signature = bytes(row.signature)
         item.band_keys = minhash.stored_band_keys([item.signature], scope.policy.minhash_bands)[0]
+    if whole is not None:  # (lines set aside when it was added: judged as it was decided)
+        item.whole, item.boilerplate = Whole(whole, item.band_keys), common
     return KeptRow(int(row.id), item, row.added_at)
 
 

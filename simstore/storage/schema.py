@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql
 
+from simstore.text.edges import MARK
+
 metadata = sa.MetaData()
 
 # SQLite only aliases the rowid for a column typed exactly INTEGER.
@@ -235,12 +237,19 @@ def pack_text(text: str | None) -> bytes | None:
     return None if text is None else zlib.compress(text.encode("utf-8"), 6)
 
 
-def kept_text_of(text: str | None, packed: bytes | None) -> str | None:
-    """The comparison text of a row, from its ``text`` and ``packed_text`` columns (at most one
-    is set: ``text`` by simstore before revision 0014)."""
+def stored_text_of(text: str | None, packed: bytes | None) -> str | None:
+    """The text a row stores, from its ``text`` and ``packed_text`` columns (at most one is set:
+    ``text`` by simstore before revision 0014); lines set aside as boilerplate are marked in it
+    (``simstore.text.edges.marked``)."""
     if packed is not None:
         return zlib.decompress(packed).decode("utf-8")
     return text
+
+
+def kept_text_of(text: str | None, packed: bytes | None) -> str | None:
+    """The normalised text of a row (``stored_text_of``, whole: its marks removed)."""
+    stored = stored_text_of(text, packed)
+    return stored.replace(MARK, "") if stored is not None and MARK in stored else stored
 
 
 def kept_as_decisions(*where: Any) -> sa.Select[Any]:

@@ -107,3 +107,27 @@ def without_lines(text: str, keys: Collection[int]) -> str:
     if len(kept) == len(lines) or len("".join(kept)) < SEGMENT_LENGTH:
         return text
     return LINE.join(kept)
+
+
+MARK = "\x1e"
+"""Before a line of a kept text that was set aside as boilerplate (a control character: no
+normalised text holds one), so that the row keeps the whole text and what it was compared by."""
+
+
+def marked(whole: str, keys: Collection[int]) -> str:
+    """A kept text (``joined``) with its lines whose key is in ``keys`` marked (``MARK``)."""
+    return LINE.join(
+        MARK + line if len(line) >= SEGMENT_LENGTH and segment_key(line) in keys else line
+        for line in whole.split(LINE)
+    )
+
+
+def unmarked(stored: str) -> tuple[str, str | None, frozenset[int]]:
+    """A stored text's parts: the text it was compared by (its marked lines left out), its
+    whole text (None when no line is marked) and the keys of its marked lines."""
+    if MARK not in stored:
+        return stored, None, frozenset()
+    lines = stored.split(LINE)
+    rest = LINE.join(line for line in lines if not line.startswith(MARK))
+    keys = frozenset(segment_key(line[1:]) for line in lines if line.startswith(MARK))
+    return rest, stored.replace(MARK, ""), keys

@@ -117,3 +117,16 @@ def test_the_option_is_checked_and_recorded_and_recipes_from_before_keep_none() 
     older = policy.recipe().replace('"boilerplate_texts":5,', "")
     assert policy_from_recipe(older).boilerplate_least is None
     assert "lines of >= 5 earlier texts set aside" in policy.describe(3)
+
+
+def test_a_line_set_aside_still_tells_two_versions_apart() -> None:
+    # three pages end in one signature line naming version 2.73 (boilerplate from then on); a
+    # fourth page ends in it too and is kept without it, then a copy of that page names 2.76:
+    # what remains of the two is alike, but the whole texts differ by a version (a number)
+    signature = "-- Osamu Aoki, Debian Reference (version 2.73)"
+    pages = [f"{message}\n{signature}" for message in MESSAGES[:4]]
+    bumped = MESSAGES[3] + "\n" + signature.replace("2.73", "2.76")
+    verdicts = _verdicts([*pages, bumped], 3)
+    assert verdicts[4] == (True, None)
+    # the same copy with the same version is a duplicate
+    assert _verdicts([*pages, pages[3] + " "], 3)[4] == (False, "3")

@@ -4,6 +4,7 @@ drop."""
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
@@ -13,8 +14,8 @@ from sqlalchemy.engine import Engine
 from simstore.policy import batch
 from simstore.policy.policies import MinHashVerification
 from simstore.storage import namespaces
-from simstore.storage.schema import segments
-from simstore.text.edges import segment_key
+from simstore.storage.schema import fingerprints, segments
+from simstore.text.edges import MARK, segment_key
 from tests.conftest import StoreFactory
 from tests.policy.test_boilerplate import FOOTER, MESSAGES
 
@@ -104,3 +105,27 @@ def test_a_dropped_namespace_leaves_no_counts(make_store: StoreFactory, engine: 
         assert _counts(engine, ns_id)
         namespaces.drop(store.scope)
     assert _counts(engine, ns_id) == {}
+
+
+def test_a_kept_text_keeps_its_whole_text_with_the_lines_set_aside_marked(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    with make_store(policy=POLICY) as store:
+        for i, message in enumerate(MESSAGES[:4]):
+            store.add(message + "\n" + FOOTER, key=str(i), at=T0)
+        whole = (
+            POLICY.normalise(MESSAGES[3])
+            + "\n"
+            + "\n".join(POLICY.normalise(line) for line in FOOTER.split("\n"))
+        )
+        # what a user reads is the whole normalised text (the footer was set aside for "3")
+        assert store.kept_text("3") == whole
+        with engine.connect() as conn:
+            packed = conn.execute(
+                sa.select(fingerprints.c.packed_text).where(
+                    fingerprints.c.key == "3", fingerprints.c.ns_id == store.scope.ns_id
+                )
+            ).scalar_one()
+        assert zlib.decompress(packed).decode().count(MARK) == 2
+        # and it is found by what it was compared by
+        assert store.add(MESSAGES[3], key="bare", at=T0).recorded_as == "3"
