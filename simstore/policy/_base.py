@@ -244,11 +244,16 @@ class Policy(ABC):
 
     def judge(self, item: Item, kept: Kept, max_distance: int) -> Judged:
         """``confirm`` with its reasons, for people (``SimStore.near_misses``): the verdict is
-        ``confirm``'s own; the measure, score, bar and reason say why."""
+        ``confirm``'s own; the measure, score, bar and reason say why. A pair matched by a
+        measure is shown against ``item.threshold``, the bar that measure had to reach (a policy
+        whose bar is another overrides this, as ``MinHashVerification`` does); a pair decided by
+        distance against ``item.radius``."""
         match = self.confirm(item, kept, max_distance)
         distance = (kept.fingerprint ^ item.fingerprint).bit_count()
         if match is not None and match.measure is not None and match.score is not None:
-            return _judged(kept, distance, match.measure, match.score, match.score, "duplicate")
+            # the bar, not the score: a score on its own bar would show every match at margin 0
+            bar = match.score if item.threshold is None else item.threshold
+            return _judged(kept, distance, match.measure, match.score, bar, "duplicate")
         return _judged_by_distance(kept, distance, item.radius, match is not None)
 
     @abstractmethod

@@ -486,6 +486,23 @@ def test_judging_without_a_kept_text_names_the_store_radius_and_the_distance() -
     assert (near.threshold, near.matched, near.reason) == (3, True, "duplicate")
 
 
+def test_judging_a_match_by_its_measure_names_the_policy_bar() -> None:
+    # a pair matched by the measure is shown against the bar it had to reach (threshold for a
+    # short text, long_threshold for a long one), its margin the score's distance above it
+    new, old = default_normalise(EDITED), default_normalise(TEXT)
+    score = round(similarity.jaccard(new, old, normalise=False), 6)  # 0.93
+    policy = SimHashVerification()
+    kept = Kept("a", fingerprint(EDITED) ^ 0b11, AT, old, None)
+    judged = policy.judge(_simhash_item(policy, EDITED), kept, 3)
+    assert (judged.measure, judged.score, judged.matched) == ("jaccard", score, True)
+    assert judged.threshold == 0.8
+    assert judged.margin == pytest.approx(score - 0.8)
+    # a text at short_length is long: verified at long_threshold when one is set
+    long = SimHashVerification(short_length=len(new), long_threshold=0.6)
+    judged = long.judge(_simhash_item(long, EDITED), kept, 3)
+    assert (judged.measure, judged.score, judged.threshold) == ("jaccard", score, 0.6)
+
+
 def test_roff_comment_lines_are_stripped_in_a_text_without_a_full_stop() -> None:
     # a roff comment line starts with ' or . followed by \" (strip_markup's documented rule);
     # the text holds no "." at all, only the apostrophe
