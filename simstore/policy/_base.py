@@ -148,6 +148,12 @@ def _judged(
     )
 
 
+def _judged_by_distance(kept: Kept, distance: int, radius: int, matched: bool) -> Judged:
+    """A pair the SimHash distance decided, against the radius that decided it."""
+    reason = "duplicate" if matched else f"{distance} bits apart, more than {radius}"
+    return _judged(kept, distance, "distance", distance, radius, reason, matched)
+
+
 def _by_distance(item: Item, kept: Kept, distance: int, radius: int) -> Match | None:
     return (
         Match(kept.key, kept.fingerprint, distance, kept.added_at) if distance <= radius else None
@@ -261,13 +267,17 @@ class Policy(ABC):
 
     def judge(self, item: Item, kept: Kept, max_distance: int) -> Judged:
         """``confirm`` with its reasons, for people (``SimStore.near_misses``): the verdict is
-        ``confirm``'s own; the measure, score, bar and reason say why."""
+        ``confirm``'s own; the measure, score, bar and reason say why. A pair matched by a
+        measure is shown against ``item.threshold``, the bar that measure had to reach (a policy
+        whose bar is another overrides this, as ``MinHashVerification`` does); a pair decided by
+        distance against ``item.radius``."""
         match = self.confirm(item, kept, max_distance)
         distance = (kept.fingerprint ^ item.fingerprint).bit_count()
         if match is not None and match.measure is not None and match.score is not None:
-            return _judged(kept, distance, match.measure, match.score, match.score, "duplicate")
-        reason = "duplicate" if match else f"more than {item.radius} bits apart"
-        return _judged(kept, distance, "distance", distance, item.radius, reason, match is not None)
+            # the bar, not the score: a score on its own bar would show every match at margin 0
+            bar = match.score if item.threshold is None else item.threshold
+            return _judged(kept, distance, match.measure, match.score, bar, "duplicate")
+        return _judged_by_distance(kept, distance, item.radius, match is not None)
 
     @abstractmethod
     def _confirm(self, item: Item, kept: Kept, distance: int, max_distance: int) -> Match | None:
@@ -389,10 +399,14 @@ class SimHashVerification(Policy):
     def judge(self, item: Item, kept: Kept, max_distance: int) -> Judged:
         judged = super().judge(item, kept, max_distance)
         distance = judged.distance
-        if judged.matched or distance > item.radius or item.threshold is None:
-            return judged
+        if item.threshold is None:
+            return judged  # not verified: the distance decided, at the item's radius
         if kept.text is None or item.text is None:
-            return judged  # the distance decided, at the store's radius
+            # nothing to compare: the distance decides at the store's radius (``_confirm``),
+            # not at the wider radius the item's candidates are found within
+            return _judged_by_distance(kept, distance, max_distance, judged.matched)
+        if judged.matched or distance > item.radius:
+            return judged
         score = self.score(item.text, kept.text)
         reason = "score under the threshold"
         return _judged(kept, distance, self.measure, score, item.threshold, reason, False)

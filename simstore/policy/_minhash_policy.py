@@ -680,6 +680,10 @@ class MinHashVerification(Policy):
             if places is not None and accepted and not self.identity_rule:
                 reason = f"look-alike: {places} replaced word(s) in the opening"
             return _judged(kept, distance, "minhash", estimate, least, reason, judged.matched)
+        if judged.matched and judged.measure == "containment":  # confirm's own score
+            # ``_contained``'s bar: a stricter threshold is stricter for containment too
+            bar = max(self.threshold, self.containment or 0.0)
+            return _judged(kept, distance, "containment", judged.score, bar, "duplicate")
         kept_text = self._other_text(item, kept.text)
         own, other = flat(item.text), flat(kept_text)
         score = self.score(own, other)

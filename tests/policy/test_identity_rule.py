@@ -29,6 +29,7 @@ from simstore.policy.policies import (
     policy_with,
 )
 from simstore.store import SimStore
+from simstore.text.lookalike import title_words
 from simstore.text.normalise import compare_normalise
 from tests.conftest import StoreFactory
 
@@ -245,6 +246,43 @@ def test_a_long_chinese_text_with_another_command_in_its_title_is_kept_apart(
     before = make_store(namespace="before", policy=MinHashVerification(cjk_titles=False))
     before.add(mkfs, key="mkfs")
     assert before.add(fsck, key="fsck").duplicate_of is not None
+
+
+# The title rule's definition (``lookalike.title_words``): a long text's title words are the first
+# 4 distinct words in Latin letters (two letters or more, no digit) among the first 200
+# characters of its comparison text. The texts below are comparison texts already (normalising
+# leaves them as they are), so a position in them is a position in the normalised text.
+_FILLER = "文件系统" * 60  # CJK characters: no Latin word, and each one a token of its own
+
+
+def _normalised(text: str) -> str:
+    assert compare_normalise(text) == text
+    return text
+
+
+def test_a_title_word_lies_within_the_first_200_characters() -> None:
+    # "mkfs" as the 197th to 200th characters (indexes 196-199): within the first 200
+    ends_at_200 = _normalised(_FILLER[:196] + "mkfs" + _FILLER[:40])
+    assert ends_at_200.index("mkfs") + len("mkfs") == 200
+    assert title_words(ends_at_200) == ("mkfs",)
+    # "fsck" from the 201st character (index 200) on: past the first 200, no title word
+    starts_at_201 = _normalised(_FILLER[:200] + "fsck" + _FILLER[:40])
+    assert starts_at_201.index("fsck") == 200
+    assert title_words(starts_at_201) == ()
+    # a two-letter word as the 200th and 201st characters is not within the first 200 either
+    # (only its first letter is, and one letter is no word; a longer word cut there is read cut
+    # short, which this does not pin)
+    across = _normalised(_FILLER[:199] + "ab" + _FILLER[:40])
+    assert across.index("ab") == 199
+    assert title_words(across) == ()
+
+
+def test_the_fifth_latin_word_is_no_title_word() -> None:
+    opening = _normalised("名称 mkfs fsck mount umount losetup 创建一个文件系统")
+    assert title_words(opening) == ("mkfs", "fsck", "mount", "umount")  # not "losetup"
+    # distinct words: one said twice counts once, and the fifth distinct word is still left out
+    repeated = _normalised("名称 mkfs mkfs fsck mount umount losetup 创建一个文件系统")
+    assert title_words(repeated) == ("mkfs", "fsck", "mount", "umount")
 
 
 def test_a_typo_inside_an_identifiers_part_is_an_edit(make_store: StoreFactory) -> None:

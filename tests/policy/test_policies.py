@@ -39,6 +39,7 @@ from simstore.storage import _finder
 from simstore.storage.schema import ROWS, metadata
 from simstore.text import minhash, similarity
 from simstore.text._algorithms import default_normalise
+from simstore.text.normalise import compare_normalise
 from tests.conftest import StoreFactory
 
 AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -520,6 +521,23 @@ def test_judge_reports_confirms_containment_for_long_texts() -> None:
     assert judged.matched and judged.reason == "duplicate"
     assert (judged.measure, judged.score) == ("containment", match.score)
     assert judged.threshold == policy.long_containment
+
+
+def test_judge_reports_containment_for_short_texts_at_its_bar() -> None:
+    # a short text and the same with a sentence added: 3-gram Jaccard under the threshold, but
+    # the longer holds every 3-gram of the shorter (containment 1.0, by definition), which
+    # reaches the bar (the greater of containment and threshold, as the policy's comment says)
+    short = "We met at the old mill by the river and we had tea for an hour or so."
+    longer = short + " Then we walked back to town along the canal and had a long dinner there."
+    norm, norm_longer = compare_normalise(short), compare_normalise(longer)
+    assert similarity.jaccard(norm, norm_longer, normalise=False) < 0.55  # 0.536
+    for threshold, bar in ((0.55, 0.8), (0.85, 0.85)):
+        policy = MinHashVerification(threshold=threshold)
+        a, b = planned(policy, "a", short), planned(policy, "b", longer)
+        assert a.text is not None and b.text is not None  # both short: the exact measures
+        judged = policy.judge(b, kept_of(a), 3)
+        assert (judged.measure, judged.score, judged.threshold) == ("containment", 1.0, bar)
+        assert (judged.matched, judged.reason) == (True, "duplicate")
 
 
 # Through a store: short texts decided by an exact measure

@@ -121,7 +121,7 @@ def test_judging_a_signed_text_against_an_unsigned_row_goes_by_distance() -> Non
     far = Kept("a", item.fingerprint ^ 0b1111, AT, None, None)  # 4 bits apart
     judged = policy.judge(item, far, 3)
     assert (judged.measure, judged.matched) == ("distance", False)
-    assert judged.reason == "more than 3 bits apart"
+    assert judged.reason == "4 bits apart, more than 3"
 
 
 def test_plan_gives_the_store_radius_for_unsigned_rows() -> None:
@@ -455,7 +455,7 @@ def test_judging_by_distance_names_the_radius() -> None:
     assert (judged.measure, judged.score, judged.threshold) == ("distance", 3, 3)
     assert (judged.reason, judged.matched) == ("duplicate", True)
     far = policy.judge(item, near._replace(fingerprint=item.fingerprint ^ 0b11011), 3)
-    assert (far.distance, far.reason, far.matched) == (4, "more than 3 bits apart", False)
+    assert (far.distance, far.reason, far.matched) == (4, "4 bits apart, more than 3", False)
     # SimHashVerification: a duplicate by its measure names the measure and score
     verified = SimHashVerification()
     short = _simhash_item(verified, EDITED)
@@ -467,6 +467,40 @@ def test_judging_by_distance_names_the_radius() -> None:
     # and without a kept text, the distance at the store's radius
     bare = verified.judge(short, kept._replace(text=None), 3)
     assert (bare.measure, bare.distance, bare.matched) == ("distance", 2, True)
+
+
+def test_judging_without_a_kept_text_names_the_store_radius_and_the_distance() -> None:
+    # a short text's candidates lie within short_radius = 7 bits, but a kept row without its
+    # text is decided by the store's max_distance (3 here: nothing to compare, as _confirm
+    # says): 5 bits apart is refused at 3, and the judgement says so, not "more than 7"
+    policy = SimHashVerification()
+    item = _simhash_item(policy, EDITED)
+    assert item.radius == 7
+    bare = Kept("a", item.fingerprint ^ 0b11111, AT, None, None)  # 5 bits apart
+    assert policy.confirm(item, bare, 3) is None
+    judged = policy.judge(item, bare, 3)
+    assert (judged.measure, judged.score, judged.threshold) == ("distance", 5, 3)
+    assert (judged.reason, judged.matched) == ("5 bits apart, more than 3", False)
+    # matched by distance (2 bits), the bar is the store's radius as well
+    near = policy.judge(item, bare._replace(fingerprint=item.fingerprint ^ 0b11), 3)
+    assert (near.threshold, near.matched, near.reason) == (3, True, "duplicate")
+
+
+def test_judging_a_match_by_its_measure_names_the_policy_bar() -> None:
+    # a pair matched by the measure is shown against the bar it had to reach (threshold for a
+    # short text, long_threshold for a long one), its margin the score's distance above it
+    new, old = default_normalise(EDITED), default_normalise(TEXT)
+    score = round(similarity.jaccard(new, old, normalise=False), 6)  # 0.93
+    policy = SimHashVerification()
+    kept = Kept("a", fingerprint(EDITED) ^ 0b11, AT, old, None)
+    judged = policy.judge(_simhash_item(policy, EDITED), kept, 3)
+    assert (judged.measure, judged.score, judged.matched) == ("jaccard", score, True)
+    assert judged.threshold == 0.8
+    assert judged.margin == pytest.approx(score - 0.8)
+    # a text at short_length is long: verified at long_threshold when one is set
+    long = SimHashVerification(short_length=len(new), long_threshold=0.6)
+    judged = long.judge(_simhash_item(long, EDITED), kept, 3)
+    assert (judged.measure, judged.score, judged.threshold) == ("jaccard", score, 0.6)
 
 
 def test_roff_comment_lines_are_stripped_in_a_text_without_a_full_stop() -> None:
