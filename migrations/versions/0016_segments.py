@@ -36,6 +36,7 @@ def upgrade() -> None:
         sa.Column("part", sa.Integer, nullable=False),
         sa.Column("texts", sa.Integer, nullable=False),
         sa.PrimaryKeyConstraint("segment", "ns_id", "part", name="pk_simstore_segments"),
+        sqlite_with_rowid=False,
     )
     op.create_index("ix_simstore_segments_part", TABLE, ["part", "ns_id"])
 

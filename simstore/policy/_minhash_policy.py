@@ -166,7 +166,7 @@ class MinHashVerification(Policy):
     # or more of texts of several lines, each text counted when added, kept or not) is set aside
     # before the text is signed and compared, and each kept text loses the same lines for the
     # comparison. None: no memory (every line counts)
-    boilerplate_texts: int | None = None
+    boilerplate_texts: int | None = 3
     expire_by_last_seen: bool = False  # see Policy.expire_by_last_seen
 
     def __post_init__(self) -> None:

@@ -2,11 +2,12 @@
 and replay confirmed pairs in input order into keep / duplicate-of verdicts.
 
 A batch engine (``simstore.spark``, or a plain loop) reproduces ``SimStore.add_many`` with these
-functions, which are the ones the store itself runs: ``plan_items`` makes the store's items and
-``simstore.policy.decide`` decides them in input order. The rule: a text is compared only with
-texts kept before it (a duplicate is never a reference), and it is a duplicate of its best
-confirmed earlier kept text (smallest SimHash distance, then earliest, then smallest key); else
-it is kept.
+functions, which are the ones the store itself runs: ``plan_items`` makes the store's items,
+``remember_boilerplate`` sets aside the lines earlier texts made boilerplate (in input order:
+between ``sign`` and ``candidates``) and ``simstore.policy.decide`` decides them in input order.
+The rule: a text is compared only with texts kept before it (a duplicate is never a
+reference), and it is a duplicate of its best confirmed earlier kept text (smallest SimHash
+distance, then earliest, then smallest key); else it is kept.
 
 Retention is not modelled: every earlier text counts as inside the window.
 

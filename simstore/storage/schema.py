@@ -201,6 +201,7 @@ segments = sa.Table(
     sa.Column("texts", sa.Integer, nullable=False),
     sa.PrimaryKeyConstraint("segment", "ns_id", "part", name="pk_simstore_segments"),
     sa.Index("ix_simstore_segments_part", "part", "ns_id"),
+    sqlite_with_rowid=False,  # (the key is the table: no rowid B-tree beside it)
 )
 
 settings = sa.Table(

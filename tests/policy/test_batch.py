@@ -55,6 +55,7 @@ def test_replay_over_all_pairs_equals_add_many(make_store: StoreFactory, name: s
     decisions = list(store.add_many(records, batch_size=128, at=AT))
 
     items = batch.sign([t for _k, t in records], keys=[k for k, _t in records], policy=policy)
+    batch.remember_boilerplate(items, policy=policy)  # (the default's memory, in input order)
     pairs = all_candidate_pairs(items, policy)
     assert sorted(batch.candidates(items, policy=policy)) == sorted(pairs)
     edges = batch.confirm(items, pairs, policy=policy)
