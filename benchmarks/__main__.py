@@ -28,6 +28,7 @@ SUITES: dict[str, dict[str, tuple[str, tuple[str, ...], str]]] = {
         "planner": ("costs", ("planner",), "where the pair plan overtakes the band plan"),
         "verification": ("costs", ("verification",), "what each policy costs a query and an add"),
         "expiry": ("costs", ("expiry",), "adds of duplicates with expire_by_last_seen on against off"),
+        "boilerplate": ("costs", ("boilerplate",), "adds and queries with the memory of boilerplate on against off"),
     },
     "the default pipeline at scale": {
         "window": ("window", (), "the seeds' two-day window: bare, --policy default, --url SERVER"),

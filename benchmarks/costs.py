@@ -393,13 +393,96 @@ def expiry(argv: Sequence[str]) -> None:
           f"{means['on'] - means['off']:+,.0f} us a duplicate (mean)")  # fmt: skip
 
 
+# --- the memory of boilerplate ---------------------------------------------------------------
+
+BOILERPLATE_DOC = """What the memory of boilerplate costs an add and a query of a short text of several lines.
+
+    python -m benchmarks boilerplate [--kept 2000] [--adds 2000] [--url URL]
+
+Two namespaces of one database (a SQLite file by default, or a scratch database on the server
+--url names) keep the same texts: made-up messages of two lines, each under one of 20 recurring
+footers of two lines (a text of four lines: the case the memory works for), ``add_many`` at one
+moment; one namespace with ``boilerplate_texts=None``, one with the default (3). Then each adds
+the same new messages under those footers, one ``add`` and one transaction each, and queries the
+same texts, alternating between the two namespaces call by call so that both see the same
+machine. With the memory, an add of such a text also reads its lines' counts and upserts them
+(a query reads them). Prints p50 / p99 / mean in microseconds and the ratio of on to off; checks
+that the memory set the footers aside (a bare copy of a message kept under a footer is found).
+A text of one line (most texts of a feed, every text of the window benchmark) costs nothing more.
+"""
+
+
+def _footers(rng: random.Random, count: int) -> list[str]:
+    return [_made_up_text(rng, 12) + "\n" + _made_up_text(rng, 8) for _ in range(count)]
+
+
+def boilerplate(argv: Sequence[str]) -> None:
+    parser = cli.parser("boilerplate", BOILERPLATE_DOC)
+    parser.add_argument("--kept", type=int, default=2000)
+    parser.add_argument("--adds", type=int, default=2000)
+    parser.add_argument("--url", help="a server URL (a scratch database is made on it)")
+    args = parser.parse_args(argv)
+    rng = random.Random(1)
+    footers = _footers(rng, 20)
+
+    def message() -> str:
+        return _made_up_text(rng, 10) + "\n" + _made_up_text(rng, 8)
+
+    texts = [message() + "\n" + footers[i % len(footers)] for i in range(args.kept)]
+    fresh = [message() + "\n" + footers[i % len(footers)] for i in range(args.adds)]
+    with contextlib.ExitStack() as stack:
+        if args.url:
+            url = stack.enter_context(scratch_database(args.url, "simstore_bench"))
+        else:
+            folder = stack.enter_context(tempfile.TemporaryDirectory())
+            url = f"sqlite:///{folder}/boilerplate.db"
+        first = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
+        later = first + timedelta(hours=1)
+        stores = {
+            option: stack.enter_context(
+                SimStore(url, namespace=f"boilerplate-{option}", auto_upgrade=True, keep="1d",
+                         policy=MinHashVerification(boilerplate_texts=3 if option == "on" else None))
+            )
+            for option in ("off", "on")
+        }  # fmt: skip
+        for store in stores.values():
+            list(store.add_many([(str(i), text) for i, text in enumerate(texts)], at=first))
+        bare = texts[-1].rsplit("\n", 2)[0]
+        found = stores["on"].query(bare, now=first)
+        if not found or found[0].key != str(args.kept - 1):
+            raise SystemExit("the memory did not set the footer aside: a bare copy was not found")
+        print(f"{dialect_label(url)}: {args.kept:,} kept texts of four lines a namespace, "
+              f"{args.adds:,} adds and queries each")  # fmt: skip
+        added: dict[str, list[float]] = {option: [] for option in stores}
+        queried: dict[str, list[float]] = {option: [] for option in stores}
+        for i, text in enumerate(fresh):
+            for option in ("off", "on") if i % 2 else ("on", "off"):
+                store = stores[option]
+                timed(lambda s=store, t=text, k=f"new-{i}": s.add(t, key=k, at=later),
+                      added[option])  # fmt: skip
+                probe = texts[i % len(texts)]
+                timed(lambda s=store, t=probe: s.query(t, now=later),
+                      queried[option])  # fmt: skip
+    print(f"{'boilerplate_texts':<20} {'call':<6} {'p50 us':>8} {'p99 us':>8} {'mean us':>8}")
+    for call, samples in (("add", added), ("query", queried)):
+        for option, values in samples.items():
+            p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+            label = "3 (default)" if option == "on" else "None"
+            print(
+                f"{label:<20} {call:<6} {p50:>8,.0f} {p99:>8,.0f} {statistics.fmean(values):>8,.0f}"
+            )
+        ratio = percentile(samples["on"], 0.5) / percentile(samples["off"], 0.5)
+        print(f"{call}: on / off {ratio:.2f}x at p50")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """``planner|verification|expiry [options]``."""
+    """``planner|verification|expiry|boilerplate [options]``."""
     cli.dispatch(
         {
             "planner": planner,
             "verification": verification,
             "expiry": expiry,
+            "boilerplate": boilerplate,
         },
         argv,
         None,
