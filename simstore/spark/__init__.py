@@ -11,7 +11,11 @@ Only the DB-free batch API and the policy layer decide (``simstore.policy.batch`
 (``STAGES``):
 
 1. ``sign``: ``batch.sign`` over each partition (``mapInArrow``: Arrow keeps nulls null and bytes
-   bytes, none of pandas' NaN or string-array surprises).
+   bytes, none of pandas' NaN or string-array surprises). Under a policy with the memory of
+   boilerplate, each item's lines that enough earlier items (by ``order``; and the texts of a
+   hand-over it is decided ``against``) carried are found by a window over each line key's items
+   and set aside on the executors (``Policy.set_aside``, then signed again), as
+   ``batch.remember_boilerplate`` does in input order (timed with ``collapse``).
 2. ``collapse``: rows whose items are identical in everything a policy looks at (fingerprint,
    radius, threshold, comparison text, signature, planned) form a class; only its first row (the
    representative) enters the joins. Exact: every member of a class is confirmed by every other
@@ -339,14 +343,14 @@ class _Recipe:
     moment: datetime
 
 
-def _check_memory(policy: Policy, where: str) -> None:
-    """The memory of boilerplate counts the texts of the run alone: not those of a store or a
-    hand-over it is decided against."""
+def _check_memory(policy: Policy) -> None:
+    """The memory of boilerplate counts the texts of the run and of a hand-over it is decided
+    against, not those of a store (its counts are not read)."""
     if policy.boilerplate_least is not None:
         raise InvalidInput(
-            f"simstore.spark does not read the memory of boilerplate of {where} (its lines' "
-            "counts): decide this batch with the store itself (add_many, ingest), or with a "
-            "policy of boilerplate_texts=None"
+            "simstore.spark does not read the memory of boilerplate of a store (its lines' "
+            "counts): decide this batch with the store itself (add_many, ingest), against a "
+            "hand-over, or with a policy of boilerplate_texts=None"
         )
 
 
@@ -358,7 +362,7 @@ def _recipe(
     at: datetime | None,
 ) -> _Recipe:
     if store is not None:
-        _check_memory(store.policy, "a store")
+        _check_memory(store.policy)
         return _Recipe(store.preset, store.policy, store.max_distance, utc_naive(at))
     chosen_preset = get_preset(preset)
     chosen_policy = DEFAULT_POLICY if policy is None else check_policy(policy)
@@ -427,7 +431,6 @@ def dedup(
         raise InvalidInput("dedup takes store or against, not both")
     recipe = _recipe(store, preset, policy, max_distance, at)
     if against is not None:
-        _check_memory(recipe.policy, "a hand-over")
         _check_handover(df.sparkSession, str(against), recipe)
     check_int("driver_edges", driver_edges, lowest=0)
     check_int("split_buckets", split_buckets, lowest=0)
@@ -453,7 +456,7 @@ def dedup(
     if size is not None and size <= signed_limit:
         return _signed_then_on_driver(stages, rows, recipe, with_items)
     items = _sign_stage(stages, rows, recipe, store, against)
-    items = _boilerplate_stage(stages, items, recipe)
+    items = _boilerplate_stage(stages, items, recipe, against)
     nodes, measured = _collapse_stage(stages, items, recipe)
     reps = nodes.filter(~F.col("follower"))
     pairs = _candidates_stage(
@@ -618,11 +621,14 @@ def _sign_stage(
     return items
 
 
-def _boilerplate_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> DataFrame:
+def _boilerplate_stage(
+    stages: _Stages, items: DataFrame, recipe: _Recipe, against: str | Path | None
+) -> DataFrame:
     """1b. the memory of boilerplate (``simstore.policy.boilerplate``), under a policy that keeps
     it: each item's line keys that at least ``least`` items earlier in input order carried (a
-    window over each line key's items), set aside on the executors and the items changed signed
-    again (``executor.set_aside_batches``)."""
+    window over each line key's items), with the texts of the hand-over ``against`` (all of them
+    before the run's), set aside on the executors and the items changed signed again
+    (``executor.set_aside_batches``)."""
     least = recipe.policy.boilerplate_least
     if least is None:
         return items
@@ -631,6 +637,11 @@ def _boilerplate_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> Da
     # the items before it that carried the line: its rank among them (orders are unique, and an
     # item's line keys distinct)
     earlier = F.row_number().over(Window.partitionBy("segment").orderBy("order")) - 1
+    if against is not None:
+        before = _against.handover_counts(stages.spark, str(against))
+        if before is not None:
+            lines = lines.join(before, "segment", "left")
+            earlier = earlier + F.coalesce(F.col("before"), F.lit(0))
     common = (
         lines.withColumn("earlier", earlier)
         .filter(F.col("earlier") >= least)

@@ -45,6 +45,7 @@ from simstore.policy import batch
 from simstore.policy.boilerplate import line_keys
 from simstore.policy.policies import MinHashVerification, Policy, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
+from simstore.text.presets import get_preset
 from tests.policy.test_batch import CORPUS, corpus_slice
 from tests.policy.test_boilerplate import FOOTER, MESSAGES
 from tests.storage.test_memory import counted_lines, independent_counts
@@ -850,14 +851,40 @@ def test_a_hand_over_carries_the_counts_of_its_lines(spark: SparkSession, tmp_pa
     result.unpersist()
 
 
-def test_spark_refuses_the_memory_of_boilerplate_against_a_store_or_a_hand_over(
+def write_handover(result: DataFrame, folder: Path, policy: Policy) -> None:
+    """A ``dedup(..., with_items=True)`` result as ``simstore spark dedup --handover`` writes it."""
+    from pyspark.sql import functions as F
+
+    stamp = handover.made_with(get_preset("default"), policy, simspark.MAX_DISTANCE)
+    stamped = result.withColumn("made_with", F.lit(stamp))
+    columns = [name for name in handover.HANDOVER_COLUMNS if name in stamped.columns]
+    stamped.select(*columns).write.parquet(str(folder))
+
+
+def test_against_a_hand_over_the_memory_counts_its_lines(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    df = frame(spark, footer_records()[:3])
+    """A batch decided against a hand-over counts the hand-over's lines before its own, as a
+    store that loaded the hand-over then added the batch (the reference) does: the footer, three
+    times in the hand-over, is boilerplate from the batch's first text on. A hand-over without
+    line keys (one from before they were handed over) counts nothing, as db load of it."""
+    records = footer_records()
+    first, second = records[:3], records[3:]
+    result = simspark.dedup(frame(spark, first), key="id", text="body", order="position",
+                            policy=REMEMBERS, with_items=True)  # fmt: skip
+    write_handover(result, tmp_path / "one", REMEMBERS)
+    write_handover(result.drop("segments"), tmp_path / "older", REMEMBERS)
+    decided = {}
+    for name in ("one", "older"):
+        got = simspark.dedup(frame(spark, second), key="id", text="body", order="position",
+                             policy=REMEMBERS, against=tmp_path / name, at=AT)  # fmt: skip
+        decided[name] = {k: v[:2] for k, v in spark_verdicts(got).items()}
+        with SimStore(f"sqlite:///{tmp_path / name}.db", policy=REMEMBERS) as store:
+            store.load(handover.read_parquet(tmp_path / name), at=AT)
+            expected = store_verdicts(store, second)
+        assert decided[name] == {k: v[:2] for k, v in expected.items()}, name
+    assert decided["one"]["m06"] == (False, "m04")  # m04 set aside by the hand-over's counts
+    assert decided["older"]["m06"] == (True, None)
     store = SimStore(f"sqlite:///{tmp_path / 'm.db'}", policy=REMEMBERS)
     with store, pytest.raises(InvalidInput, match="memory of boilerplate of a store"):
-        simspark.dedup(df, key="id", text="body", order="position", store=store)
-    with pytest.raises(InvalidInput, match="memory of boilerplate of a hand-over"):
-        simspark.dedup(
-            df, key="id", text="body", order="position", policy=REMEMBERS, against=tmp_path
-        )
+        simspark.dedup(frame(spark, first), key="id", text="body", order="position", store=store)
