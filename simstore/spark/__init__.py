@@ -399,12 +399,14 @@ def dedup(
     (``measure`` and ``score`` null when the distance alone decided), computed and cached when
     ``dedup`` returns (what the run cached on the way is released): ``unpersist()`` it when
     done. ``with_items`` adds
-    ``order``, the signed ``fingerprint`` and what a store keeps of each text (``text``,
-    ``signature``, ``band_keys``), for ``load``.
+    ``order``, the signed ``fingerprint``, what a store keeps of each text (``text``,
+    ``signature``, ``band_keys``) and the keys of its lines that a store's memory of boilerplate
+    counts (``segments``; none under a policy without it), for ``load``.
 
     ``store``: dedup against that store's kept rows (its preset, policy and radius then apply,
     and its window at ``at``, default now), as ``add_many(rows, at=at)`` would on it; keys must
-    be new to the store (one that is not is refused: ``ingest`` replays it). The store is read
+    be new to the store (one that is not is refused: ``ingest`` replays it; so is a policy with
+    the memory of boilerplate, whose counts in the store are not read). The store is read
     by Spark's JDBC source when it is PostgreSQL and the session has its JDBC driver, else
     through the driver. ``against``: the same against the kept rows of a hand-over directory
     (``--handover`` of ``simstore spark dedup``), as ``db load`` of it then ``add_many`` would;
