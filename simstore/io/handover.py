@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HANDOVER_COLUMNS",
+    "OPTIONAL_COLUMNS",
     "LoadReport",
     "LoadRow",
     "band_keys_of",
@@ -57,8 +58,11 @@ __all__ = [
 # a hand-over file's columns: simstore.spark.dedup(..., with_items=True)'s, plus made_with
 HANDOVER_COLUMNS = (
     "key", "kept", "duplicate_of", "distance", "measure", "score",
-    "order", "fingerprint", "text", "signature", "band_keys", "made_with",
+    "order", "fingerprint", "text", "signature", "band_keys", "segments", "made_with",
 )  # fmt: skip
+# columns a hand-over may lack (one written before they were): no order, no recipe to check,
+# no line keys to count
+OPTIONAL_COLUMNS = ("order", "segments", "made_with")
 
 # what may confirm a duplicate: a verification's measure, or the MinHash estimate
 LOAD_MEASURES = (*MEASURES, "minhash", "containment")
@@ -68,7 +72,10 @@ _IN_CHUNK = 500  # keys per IN list when reading back ids and known keys
 LoadRow = DecidedRow
 """One decided text of a batch result, as ``load`` takes it (a mapping with these fields works
 too). ``fingerprint`` is unsigned; ``text``, ``signature`` and ``band_keys`` matter for kept rows
-only (band keys default to the signature's)."""
+only (band keys default to the signature's); ``segments`` (kept or not) are the text's line keys,
+which a namespace whose policy keeps the memory of boilerplate counts
+(``simstore.text.edges.segments`` of the whole comparison text: ``Item.whole`` when lines were
+set aside)."""
 
 
 class HasScope(Protocol):
@@ -160,6 +167,7 @@ def _check_row(raw: object, layouts: Sequence[str]) -> LoadRow:
         # said first: the fields' own checks would only say that distance is not an int
         raise InvalidInput(f"key {key!r} is a duplicate: it needs duplicate_of and distance")
     _check_fields(key, row)
+    segments = _check_segments(key, row.segments)
     signature = None if row.signature is None else bytes(row.signature)
     if signature is not None and not minhash.is_stored_signature(signature):
         raise InvalidInput(
@@ -179,6 +187,10 @@ def _check_row(raw: object, layouts: Sequence[str]) -> LoadRow:
             # (``layouts``: the namespace's, or any when there is none; the first when none given)
             each = [band_keys_of(signature, layout) for layout in layouts]
             given = None if row.band_keys is None else tuple(sorted(set(row.band_keys)))
+            # a text with lines set aside (a text of lines) is found by its whole text's keys
+            # too (``Policy.sign``): its signature's are among them
+            if given is not None and segments and any(set(own) <= set(given) for own in each):
+                each = [given]
             if given is not None and given not in each:
                 raise InvalidInput(
                     f"key {key!r}: band_keys are not its signature's band keys under "
@@ -186,8 +198,23 @@ def _check_row(raw: object, layouts: Sequence[str]) -> LoadRow:
                     "another simstore version or another policy?)"
                 )
             keys = each[0] if given is None else given
-        return row._replace(key=key, signature=signature, band_keys=keys, duplicate_of=None)
-    return row._replace(key=key, duplicate_of=check_key(row.duplicate_of or ""))
+        return row._replace(
+            key=key, signature=signature, band_keys=keys, duplicate_of=None, segments=segments
+        )
+    return row._replace(key=key, duplicate_of=check_key(row.duplicate_of or ""), segments=segments)
+
+
+def _check_segments(key: str, given: object) -> tuple[int, ...]:
+    """A row's line keys: 64-bit integers (``simstore.text.edges.segment_key``), distinct."""
+    if given is None:
+        return ()
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
+        raise InvalidInput(f"key {key!r}: segments must be a list of integers")
+    found = list(given)
+    for value in found:
+        if isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value < 2**63:
+            raise InvalidInput(f"key {key!r}: segments must be 64-bit integers, not {value!r}")
+    return tuple(sorted(set(found)))
 
 
 def _check_fields(key: str, row: LoadRow) -> None:
@@ -249,8 +276,7 @@ def read_parquet(
         except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
             raise InvalidInput(f"{name} is not a Parquet file: {error}") from None
         columns = set(parquet.schema_arrow.names)
-        optional = ("order", "made_with")
-        missing = [c for c in HANDOVER_COLUMNS if c not in columns and c not in optional]
+        missing = [c for c in HANDOVER_COLUMNS if c not in columns and c not in OPTIONAL_COLUMNS]
         if missing:
             raise InvalidInput(f"{name} is not a hand-over: it has no column {missing[0]!r}")
         wanted = [c for c in HANDOVER_COLUMNS if c in columns and c != "order"]

@@ -355,6 +355,9 @@ class MinHashVerification(Policy):
         else:
             item.whole = item.whole or Whole(whole, item.band_keys)
             item.boilerplate = common
+        # (an item made again from its row, as Spark's stages make them, has its names back
+        # from its signature: signed again, it carries them as it did)
+        item.context = self._context(item)
         item.text = rest
         item.normalised = flat(rest)
         cjk = _cjk_characters(item.normalised)

@@ -52,15 +52,17 @@ def stored_text(item: Item) -> str | None:
     return marked(item.whole.text, item.boilerplate)
 
 
+def line_keys(item: Item) -> tuple[int, ...]:
+    """The keys of an item's lines (``segments`` of its whole comparison text, before any was set
+    aside): what it counts, and what a hand-over row of it carries (``LoadRow.segments``)."""
+    return segments(item.text if item.whole is None else item.whole.text)
+
+
 def segments_of(items: Sequence[Item], skip: Collection[int] = ()) -> set[int]:
     """The line keys of the items (those at a position in ``skip`` left out): what to read the
     counts of."""
-    return {
-        key
-        for position, item in enumerate(items)
-        if position not in skip
-        for key in segments(item.text if item.whole is None else item.whole.text)
-    }
+    return {key for position, item in enumerate(items) if position not in skip
+            for key in line_keys(item)}  # fmt: skip
 
 
 def set_aside(
@@ -79,7 +81,7 @@ def set_aside(
     for position, item in enumerate(items):
         if position in skip:
             continue
-        keys = segments(item.text if item.whole is None else item.whole.text)
+        keys = line_keys(item)
         if not keys:
             continue
         if count:

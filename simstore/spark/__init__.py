@@ -11,7 +11,11 @@ Only the DB-free batch API and the policy layer decide (``simstore.policy.batch`
 (``STAGES``):
 
 1. ``sign``: ``batch.sign`` over each partition (``mapInArrow``: Arrow keeps nulls null and bytes
-   bytes, none of pandas' NaN or string-array surprises).
+   bytes, none of pandas' NaN or string-array surprises). Under a policy with the memory of
+   boilerplate, each item's lines that enough earlier items (by ``order``; and the texts of a
+   hand-over it is decided ``against``) carried are found by a window over each line key's items
+   and set aside on the executors (``Policy.set_aside``, then signed again), as
+   ``batch.remember_boilerplate`` does in input order (timed with ``collapse``).
 2. ``collapse``: rows whose items are identical in everything a policy looks at (fingerprint,
    radius, threshold, comparison text, signature, planned) form a class; only its first row (the
    representative) enters the joins. Exact: every member of a class is confirmed by every other
@@ -108,7 +112,9 @@ log = logging.getLogger("simstore")
 
 STAGES = ("sign", "collapse", "candidates", "confirm", "components", "replay")
 RESULT_COLUMNS = ("key", "kept", "duplicate_of", "distance", "measure", "score")
-ITEM_COLUMNS = ("order", "fingerprint", "text", "signature", "band_keys")  # with_items=True
+# with_items=True (``segments``: each text's line keys, under a policy with the memory of
+# boilerplate; none under another)
+ITEM_COLUMNS = ("order", "fingerprint", "text", "signature", "band_keys", "segments")
 DRIVER_EDGES = 20_000_000  # up to this many confirmed edges, components are found on the driver
 DRIVER_ROWS = 20_000  # up to this many rows, dedup decides them on the driver (batch.dedup's way)
 DRIVER_ROWS_CONF = "spark.simstore.driverRows"  # a session's own default for driver_rows
@@ -122,7 +128,8 @@ SPLIT_BUCKETS = 1_000  # a band-key bucket of more texts is split: at most ~1M p
 _ITEM_DDL = (
     "order long, key string, fp long, b0 int, b1 int, b2 int, b3 int, radius int, "
     "threshold double, text string, signature binary, band_keys array<long>, planned boolean, "
-    "mostly_cjk boolean, prior boolean, moment long, least int"
+    "mostly_cjk boolean, prior boolean, moment long, least int, segments array<long>, "
+    "boilerplate array<long>"
 )
 _CLASS_COLUMNS = (
     "fp", "radius", "threshold", "text", "signature", "planned", "mostly_cjk", "twin"
@@ -337,10 +344,13 @@ class _Recipe:
 
 
 def _check_memory(policy: Policy) -> None:
+    """The memory of boilerplate counts the texts of the run and of a hand-over it is decided
+    against, not those of a store (its counts are not read)."""
     if policy.boilerplate_least is not None:
         raise InvalidInput(
-            "simstore.spark does not keep the memory of boilerplate yet: give the policy "
-            "boilerplate_texts=None, or decide this corpus with a store or simstore.batch"
+            "simstore.spark does not read the memory of boilerplate of a store (its lines' "
+            "counts): decide this batch with the store itself (add_many, ingest), against a "
+            "hand-over, or with a policy of boilerplate_texts=None"
         )
 
 
@@ -356,7 +366,6 @@ def _recipe(
         return _Recipe(store.preset, store.policy, store.max_distance, utc_naive(at))
     chosen_preset = get_preset(preset)
     chosen_policy = DEFAULT_POLICY if policy is None else check_policy(policy)
-    _check_memory(chosen_policy)
     radius = check_radius(max_distance)
     return _Recipe(chosen_preset, chosen_policy, radius, EPOCH if at is None else utc_naive(at))
 
@@ -390,12 +399,14 @@ def dedup(
     (``measure`` and ``score`` null when the distance alone decided), computed and cached when
     ``dedup`` returns (what the run cached on the way is released): ``unpersist()`` it when
     done. ``with_items`` adds
-    ``order``, the signed ``fingerprint`` and what a store keeps of each text (``text``,
-    ``signature``, ``band_keys``), for ``load``.
+    ``order``, the signed ``fingerprint``, what a store keeps of each text (``text``,
+    ``signature``, ``band_keys``) and the keys of its lines that a store's memory of boilerplate
+    counts (``segments``; none under a policy without it), for ``load``.
 
     ``store``: dedup against that store's kept rows (its preset, policy and radius then apply,
     and its window at ``at``, default now), as ``add_many(rows, at=at)`` would on it; keys must
-    be new to the store (one that is not is refused: ``ingest`` replays it). The store is read
+    be new to the store (one that is not is refused: ``ingest`` replays it; so is a policy with
+    the memory of boilerplate, whose counts in the store are not read). The store is read
     by Spark's JDBC source when it is PostgreSQL and the session has its JDBC driver, else
     through the driver. ``against``: the same against the kept rows of a hand-over directory
     (``--handover`` of ``simstore spark dedup``), as ``db load`` of it then ``add_many`` would;
@@ -447,6 +458,7 @@ def dedup(
     if size is not None and size <= signed_limit:
         return _signed_then_on_driver(stages, rows, recipe, with_items)
     items = _sign_stage(stages, rows, recipe, store, against)
+    items = _boilerplate_stage(stages, items, recipe, against)
     nodes, measured = _collapse_stage(stages, items, recipe)
     reps = nodes.filter(~F.col("follower"))
     pairs = _candidates_stage(
@@ -461,7 +473,7 @@ def dedup(
     result = _replay_stage(nodes, edges, labels)
     if with_items:  # from the cached nodes, which hold every item column: not signed again
         extra = nodes.filter(~F.col("prior")).select(
-            "order", F.col("fp").alias("fingerprint"), "text", "signature", "band_keys"
+            "order", F.col("fp").alias("fingerprint"), "text", "signature", "band_keys", "segments"
         )
         result = result.join(extra, "order").select(*RESULT_COLUMNS, *ITEM_COLUMNS)
     else:
@@ -531,6 +543,7 @@ def _on_driver(
     texts = table.column("text").to_pylist()
     policy, radius = recipe.policy, recipe.radius
     items = batch.sign(texts, keys=keys, preset=recipe.preset, policy=policy, max_distance=radius)
+    batch.remember_boilerplate(items, policy=policy)
     return _decided_on_driver(stages, orders, items, recipe, with_items)
 
 
@@ -544,6 +557,7 @@ def _signed_then_on_driver(
     log.info("simstore.spark: %s rows signed by Spark, decided on the driver", table.num_rows)
     columns = [table.column(name).to_pylist() for name in ITEM_FIELDS]
     items = [executor.make_item(*values) for values in zip(*columns, strict=True)]
+    batch.remember_boilerplate(items, policy=recipe.policy)  # (items made whole: as signed)
     return _decided_on_driver(stages, table.column("order").to_pylist(), items, recipe, with_items)
 
 
@@ -574,9 +588,10 @@ def _decided_on_driver(
             "text": signed.column("text").to_pylist(),
             "signature": signed.column("signature").to_pylist(),
             "band_keys": signed.column("band_keys").to_pylist(),
+            "segments": signed.column("segments").to_pylist(),
         }
         ddl += ", order long, fingerprint long, text string, signature binary"
-        ddl += ", band_keys array<long>"
+        ddl += ", band_keys array<long>, segments array<long>"
     return stages.spark.createDataFrame(pa.table(columns), schema=ddl)
 
 
@@ -608,6 +623,37 @@ def _sign_stage(
     return items
 
 
+def _boilerplate_stage(
+    stages: _Stages, items: DataFrame, recipe: _Recipe, against: str | Path | None
+) -> DataFrame:
+    """1b. the memory of boilerplate (``simstore.policy.boilerplate``), under a policy that keeps
+    it: each item's line keys that at least ``least`` items earlier in input order carried (a
+    window over each line key's items), with the texts of the hand-over ``against`` (all of them
+    before the run's), set aside on the executors and the items changed signed again
+    (``executor.set_aside_batches``)."""
+    least = recipe.policy.boilerplate_least
+    if least is None:
+        return items
+    items = stages.keep(items)  # read twice: its lines counted, then the items set aside
+    lines = items.filter(~F.col("prior")).select("order", F.explode("segments").alias("segment"))
+    # the items before it that carried the line: its rank among them (orders are unique, and an
+    # item's line keys distinct)
+    earlier = F.row_number().over(Window.partitionBy("segment").orderBy("order")) - 1
+    if against is not None:
+        before = _against.handover_counts(stages.spark, str(against))
+        if before is not None:
+            lines = lines.join(before, "segment", "left")
+            earlier = earlier + F.coalesce(F.col("before"), F.lit(0))
+    common = (
+        lines.withColumn("earlier", earlier)
+        .filter(F.col("earlier") >= least)
+        .groupBy("order")
+        .agg(F.collect_list("segment").alias("common"))
+    )
+    joined = items.join(common, "order", "left")
+    return joined.mapInArrow(executor.set_aside_batches(recipe.policy), _ITEM_DDL)
+
+
 def _collapse_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> tuple[DataFrame, Row]:
     """2. collapse identical items into classes (priors never collapse: each is its own).
 
@@ -616,7 +662,10 @@ def _collapse_stage(stages: _Stages, items: DataFrame, recipe: _Recipe) -> tuple
     counts: ``reps`` (the representatives, which enter the joins) and ``unsigned`` (those of
     them without band keys, which need SimHash probes)."""
     twin = F.when(F.col("prior"), F.col("order")).otherwise(F.lit(-1))
-    window = Window.partitionBy(*_CLASS_COLUMNS)
+    # lines set aside: an item is found by its whole text's band keys too, and the kept texts
+    # it is compared with lose its boilerplate (neither follows from its signature then)
+    remembered = ("band_keys", "boilerplate") if recipe.policy.boilerplate_least else ()
+    window = Window.partitionBy(*_CLASS_COLUMNS, *remembered)
     classed = (
         items.withColumn("twin", twin)
         .withColumn("rep", F.min("order").over(window))
@@ -834,6 +883,7 @@ def _load_row(row: Mapping[str, Any]) -> handover.LoadRow:
         text=row["text"],
         signature=None if row["signature"] is None else bytes(row["signature"]),
         band_keys=row["band_keys"],
+        segments=row["segments"],
         duplicate_of=row["duplicate_of"],
         distance=row["distance"],
         measure=row["measure"],

@@ -66,7 +66,8 @@ def handover_rows(spark: SparkSession, path: str, moment: datetime) -> DataFrame
     """The kept rows of a hand-over directory (``dedup(..., with_items=True)`` as ``spark
     dedup --handover`` writes it), as if loaded into a store just before ``moment``."""
     frame = spark.read.parquet(path)
-    missing = [c for c in handover.HANDOVER_COLUMNS if c not in frame.columns]
+    # (line keys are read by handover_counts, when there are any)
+    missing = [c for c in handover.HANDOVER_COLUMNS if c not in frame.columns and c != "segments"]
     if missing:
         raise InvalidInput(f"{path} is not a hand-over directory: it lacks {missing}")
     loaded = executor.micros(utc_naive(moment)) - 1  # db load writes them before the new batch
@@ -78,7 +79,20 @@ def handover_rows(spark: SparkSession, path: str, moment: datetime) -> DataFrame
         "signature",
         F.lit(loaded).cast("long").alias("moment"),
         F.lit(None).cast("binary").alias("packed_text"),
+        # as db load writes them: a text with lines set aside is found by its whole text's too
+        F.col("band_keys").cast("array<long>").alias("band_keys"),
     )
+
+
+def handover_counts(spark: SparkSession, path: str) -> DataFrame | None:
+    """How many texts of a hand-over carried each line (``segment``, ``before``), as ``db load``
+    counts them; None for a hand-over without line keys (made before they were handed over: a
+    load counts nothing of it)."""
+    frame = spark.read.parquet(path)
+    if "segments" not in frame.columns:
+        return None
+    lines = frame.select(F.explode("segments").alias("segment"))
+    return lines.groupBy("segment").agg(F.count(F.lit(1)).alias("before"))
 
 
 def handover_stamp(spark: SparkSession, path: str) -> str | None:
@@ -98,14 +112,19 @@ def _priors(
 ) -> Iterable[pa.RecordBatch]:
     for record in batches:
         columns = record.to_pydict()
+        given = columns.get("band_keys") or [None] * record.num_rows  # (a store's: from signatures)
         items = []
-        for key, fp, plain, packed, signature in zip(
+        for key, fp, plain, packed, signature, held in zip(
             columns["key"], columns["fp"], columns["text"], columns["packed_text"],
-            columns["signature"], strict=True,
+            columns["signature"], given, strict=True,
         ):  # fmt: skip
             text = kept_text_of(plain, packed)
             keys = (
-                () if signature is None else handover.band_keys_of(signature, policy.minhash_bands)
+                ()
+                if signature is None
+                else tuple(sorted(set(held)))
+                if held
+                else handover.band_keys_of(signature, policy.minhash_bands)
             )
             # a kept row is only ever the old side: its radius, threshold and script are unread
             items.append(

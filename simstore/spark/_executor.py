@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from simstore.errors import InvalidInput, SimstoreError
 from simstore.policy import batch
+from simstore.policy.boilerplate import line_keys
 from simstore.policy.decide import Rule, confirm_candidates
 from simstore.policy.policies import Item, Policy
 from simstore.policy.probes import band_values
@@ -32,6 +33,7 @@ __all__ = [
     "probes",
     "replay",
     "self_batches",
+    "set_aside_batches",
     "sign_batches",
 ]
 
@@ -56,10 +58,16 @@ _ITEM_SCHEMA = pa.schema(  # the Arrow form of simstore.spark's _ITEM_DDL
         ("prior", pa.bool_()),
         ("moment", pa.int64()),  # microseconds since the epoch: added_at of a store's kept row
         ("least", pa.int32()),  # Policy.min_shared: the band keys an earlier text must share
+        # its line keys (``simstore.text.edges.segments`` of its whole comparison text), under
+        # a policy with the memory of boilerplate (else none), and those set aside
+        # (``Item.boilerplate``)
+        ("segments", pa.list_(pa.int64())),
+        ("boilerplate", pa.list_(pa.int64())),
     ]
 )
 ITEM_FIELDS = (
-    "key", "fp", "radius", "threshold", "text", "signature", "band_keys", "planned", "mostly_cjk"
+    "key", "fp", "radius", "threshold", "text", "signature", "band_keys", "planned", "mostly_cjk",
+    "boilerplate",
 )  # fmt: skip
 _EDGE_SCHEMA = pa.schema(
     [
@@ -100,6 +108,7 @@ def items_batch(
     policy: Policy,
 ) -> pa.RecordBatch:
     """Items as an Arrow batch of ``_ITEM_SCHEMA`` (fingerprints signed, like the store's)."""
+    remembers = policy.boilerplate_least is not None
     columns: list[Any] = [
         list(orders),
         [item.key for item in items],
@@ -115,6 +124,8 @@ def items_batch(
         [prior] * len(items),
         list(moments),
         [policy.min_shared(item) for item in items],
+        [list(line_keys(item)) if remembers else [] for item in items],
+        [sorted(item.boilerplate) for item in items],
     ]
     return pa.RecordBatch.from_arrays(
         [
@@ -168,8 +179,10 @@ def make_item(
     band_keys: Sequence[int] | None,
     planned: bool,
     mostly_cjk: bool,
+    boilerplate: Sequence[int] | None = None,
 ) -> Item:
-    """The Item a row stands for (as ``batch.sign`` made it; features are not needed any more)."""
+    """The Item a row stands for (as ``batch.sign`` made it, then ``set_aside`` when lines were
+    set aside: ``boilerplate``; features are not needed any more)."""
     return Item(
         key,
         from_signed(fp),
@@ -181,7 +194,35 @@ def make_item(
         band_keys=tuple(band_keys or ()),
         planned=planned,
         mostly_cjk=bool(mostly_cjk),
+        boilerplate=frozenset(boilerplate or ()),
     )
+
+
+def _set_aside(batches: Iterable[pa.RecordBatch], policy: Policy) -> Iterator[pa.RecordBatch]:
+    """The memory of boilerplate over items in Arrow batches with a column ``common`` (the line
+    keys that enough earlier items carried, null for none): each such item's lines set aside
+    (``Policy.set_aside``) and the items changed signed again (``Policy.sign``), as
+    ``simstore.policy.boilerplate.set_aside`` does in input order; the rest as they were."""
+    changed_columns = ("text", "signature", "band_keys", "mostly_cjk", "least", "boilerplate")
+    for record in batches:
+        rows = record.to_pydict()
+        changed: list[tuple[int, Item]] = []
+        for i, common in enumerate(rows["common"]):
+            if not common:
+                continue
+            item = make_item(*(rows[name][i] for name in ITEM_FIELDS))
+            if policy.set_aside(item, frozenset(common)):
+                changed.append((i, item))
+        if changed:
+            policy.sign([item for _i, item in changed])
+        for i, item in changed:
+            values = (item.text, item.signature, list(item.band_keys), item.mostly_cjk,
+                      policy.min_shared(item), sorted(item.boilerplate))  # fmt: skip
+            for name, value in zip(changed_columns, values, strict=True):
+                rows[name][i] = value
+        yield pa.RecordBatch.from_pydict(
+            {field.name: rows[field.name] for field in _ITEM_SCHEMA}, schema=_ITEM_SCHEMA
+        )
 
 
 def _self_confirm(
@@ -329,6 +370,15 @@ def sign_batches(
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
     def run(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
         return _sign(batches, preset, policy, max_distance, moment)
+
+    return run
+
+
+def set_aside_batches(
+    policy: Policy,
+) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
+        return _set_aside(batches, policy)
 
     return run
 

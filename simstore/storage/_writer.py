@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -57,7 +58,9 @@ class DecidedRow(NamedTuple):
     """One text of a batch result, decided elsewhere (``simstore.spark``, ``policy.batch``).
 
     ``fingerprint`` is unsigned; ``text``, ``signature`` and ``band_keys`` matter for kept rows
-    only; a duplicate names its kept text (``duplicate_of``) and how it was confirmed."""
+    only; a duplicate names its kept text (``duplicate_of``) and how it was confirmed.
+    ``segments``: the text's line keys (``simstore.text.edges.segments`` of its whole comparison
+    text), kept or not, which the store's memory of boilerplate counts (none: None or empty)."""
 
     key: str
     kept: bool
@@ -69,6 +72,7 @@ class DecidedRow(NamedTuple):
     distance: int | None = None
     measure: str | None = None
     score: float | None = None
+    segments: Sequence[int] | None = None
 
 
 class Writer:
@@ -311,7 +315,9 @@ def load_decided(scope: Scope, rows: Sequence[DecidedRow], moment: datetime) -> 
     """Write rows decided elsewhere, all at ``moment``, in one transaction under the namespace's
     exclusive lock: the rows whose key the namespace holds no decision for. A known key with the
     same fingerprint is skipped, with another one refused (``KeyConflict``); a key twice in
-    ``rows`` is refused. The rows written."""
+    ``rows`` is refused. Under a policy with the memory of boilerplate, the rows written count
+    their ``segments`` in ``moment``'s partition, as adds at that moment count theirs. The rows
+    written."""
     partition_of(moment, scope.partition_seconds)  # refuses a time past the partition numbers
     given: dict[str, int] = {}
     for row in rows:
@@ -344,6 +350,10 @@ def load_decided(scope: Scope, rows: Sequence[DecidedRow], moment: datetime) -> 
                     _sighted(table, seen, row.duplicate_of, moment)
         insert_rows(conn, scope.ns_id, table, unsigned_known=False)
         move_to_last_sighting(conn, scope.ns_id, scope.partition_seconds, seen, exclusive=True)
+        if scope.policy.boilerplate_least is not None:
+            part = partition_of(moment, scope.partition_seconds)
+            added = Counter((part, key) for row in fresh for key in set(row.segments or ()))
+            memory.write_counts(conn, scope.ns_id, added)
     return fresh
 
 

@@ -42,9 +42,13 @@ from simstore import spark as simspark
 from simstore.errors import InvalidInput
 from simstore.io import handover
 from simstore.policy import batch
+from simstore.policy.boilerplate import line_keys
 from simstore.policy.policies import MinHashVerification, Policy, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
+from simstore.text.presets import get_preset
 from tests.policy.test_batch import CORPUS, corpus_slice
+from tests.policy.test_boilerplate import FOOTER, MESSAGES
+from tests.storage.test_memory import counted_lines, independent_counts
 
 pytestmark = pytest.mark.slow  # a Spark session (a JVM) and CLI runs that start their own
 
@@ -762,3 +766,125 @@ def test_cli_spark_dedup_shows_its_progress_on_a_terminal(cli_run: CliRun) -> No
     text = shown.decode("utf-8", "replace")
     assert "deciding" in text and "writing" in text, text
     assert re.search(r"Spark stage \d+: [\d,]+/[\d,]+ tasks", text), text
+
+
+REMEMBERS = MinHashVerification(boilerplate_texts=3)
+
+
+def footer_records() -> list[tuple[str, str]]:
+    """Messages (with names: a short text's signature carries them) under one footer, then
+    copies: bare, exact, edited under the footer; lone messages, and one of them under the
+    footer (found only when the footer is set aside); last an exact copy of the first text (set
+    aside: its message alone, found by the first) and its bare message (the same comparison
+    text and signature, but no boilerplate: it is not found by the first, kept whole)."""
+    named = [message + ", says Maria from Berlin" for message in MESSAGES]
+    under = [message + "\n\n" + FOOTER for message in named[:6]]
+    texts = [*under, named[4], under[5], named[0] + " today\n\n" + FOOTER, *named[6:]]
+    texts += [named[7] + "\n\n" + FOOTER, under[0], named[0]]
+    return [(f"m{i:02d}", text) for i, text in enumerate(texts)]
+
+
+def test_the_memory_of_boilerplate_decides_as_the_batch_api(spark: SparkSession) -> None:
+    """Spark's own path, and the driver's two, set the lines that three earlier texts carried
+    aside as ``batch.dedup`` does (the reference): the same verdicts, and the items a store keeps
+    (text, signature, band keys, line keys) as ``batch.sign`` then ``remember_boilerplate``."""
+    records = footer_records()
+    texts, keys = [t for _k, t in records], [k for k, _t in records]
+    verdicts = batch.dedup(texts, keys=keys, policy=REMEMBERS)
+    expected = {v.key: (v.kept, v.duplicate_of, v.distance, v.measure, v.score) for v in verdicts}
+    without = {v.key: (v.kept, v.duplicate_of) for v in batch.dedup(texts, keys=keys)}
+    # the memory at work: the bare copy and the lone message under the footer are found
+    assert expected["m06"][1] == "m04" and expected["m13"][1] == "m10"
+    assert without["m06"] == without["m13"] == (True, None)
+    assert expected["m14"][1] == "m00" and expected["m15"][0]
+    items = batch.sign(texts, keys=keys, policy=REMEMBERS)
+    batch.remember_boilerplate(items, policy=REMEMBERS)
+    assert any(item.boilerplate for item in items)
+    signed = {
+        item.key: (item.text, item.signature, item.band_keys, line_keys(item)) for item in items
+    }
+    df = frame(spark, records).repartition(2)
+    # Spark's own path (the module's session sets no driver rows), then the driver's two
+    for rows_limit, items_limit in ((None, None), (100, None), (1, 100)):
+        rows = simspark.dedup(
+            df, key="id", text="body", order="position", policy=REMEMBERS, with_items=True,
+            driver_rows=rows_limit, driver_items=items_limit,
+        ).collect()  # fmt: skip
+        assert_same(expected, spark_verdicts(rows))
+        got = {
+            row.key: (row.text, row.signature, tuple(row.band_keys), tuple(row.segments))
+            for row in rows
+        }
+        assert got == signed, (rows_limit, items_limit)
+    plain = simspark.dedup(df, key="id", text="body", order="position").collect()
+    assert {k: v[:2] for k, v in spark_verdicts(plain).items()} == without
+
+
+def test_a_hand_over_carries_the_counts_of_its_lines(spark: SparkSession, tmp_path: Path) -> None:
+    """A result loaded into a store counts every text's lines (kept or not) as adding the texts
+    would have, so the next adds decide as on a store that added them all."""
+    records = footer_records()
+    result = simspark.dedup(
+        frame(spark, records), key="id", text="body", order="position", policy=REMEMBERS,
+        with_items=True,
+    )  # fmt: skip
+    probes = [
+        (MESSAGES[5] + ", says Maria from Berlin", "bare"),
+        (MESSAGES[8] + ", says Maria from Berlin\n\n" + FOOTER, "under"),  # found with the counts
+        (MESSAGES[9] + ", says Maria from Berlin\n\nThanks, see you soon", "other"),
+    ]
+    with SimStore(f"sqlite:///{tmp_path / 'loaded.db'}", policy=REMEMBERS) as loaded:
+        report = simspark.load(loaded, result, at=AT)
+        assert report.kept + report.duplicates == len(records)
+        expected = independent_counts([text for _key, text in records])
+        assert counted_lines(loaded.engine, loaded.scope.ns_id) == expected
+        assert simspark.load(loaded, result, at=AT).skipped == len(records)  # counted once
+        assert counted_lines(loaded.engine, loaded.scope.ns_id) == expected
+        got = [loaded.add(text, key=key, at=AT) for text, key in probes]
+    with SimStore("sqlite://", policy=REMEMBERS) as reference:
+        list(reference.add_many(records, at=AT))
+        wanted = [reference.add(text, key=key, at=AT) for text, key in probes]
+    assert [(d.inserted, d.recorded_as) for d in got] == [
+        (d.inserted, d.recorded_as) for d in wanted
+    ]
+    assert got[1].recorded_as == "m11"  # the footer set aside: the lone message found
+    result.unpersist()
+
+
+def write_handover(result: DataFrame, folder: Path, policy: Policy) -> None:
+    """A ``dedup(..., with_items=True)`` result as ``simstore spark dedup --handover`` writes it."""
+    from pyspark.sql import functions as F
+
+    stamp = handover.made_with(get_preset("default"), policy, simspark.MAX_DISTANCE)
+    stamped = result.withColumn("made_with", F.lit(stamp))
+    columns = [name for name in handover.HANDOVER_COLUMNS if name in stamped.columns]
+    stamped.select(*columns).write.parquet(str(folder))
+
+
+def test_against_a_hand_over_the_memory_counts_its_lines(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A batch decided against a hand-over counts the hand-over's lines before its own, as a
+    store that loaded the hand-over then added the batch (the reference) does: the footer, three
+    times in the hand-over, is boilerplate from the batch's first text on. A hand-over without
+    line keys (one from before they were handed over) counts nothing, as db load of it."""
+    records = footer_records()
+    first, second = records[:3], records[3:]
+    result = simspark.dedup(frame(spark, first), key="id", text="body", order="position",
+                            policy=REMEMBERS, with_items=True)  # fmt: skip
+    write_handover(result, tmp_path / "one", REMEMBERS)
+    write_handover(result.drop("segments"), tmp_path / "older", REMEMBERS)
+    decided = {}
+    for name in ("one", "older"):
+        got = simspark.dedup(frame(spark, second), key="id", text="body", order="position",
+                             policy=REMEMBERS, against=tmp_path / name, at=AT)  # fmt: skip
+        decided[name] = {k: v[:2] for k, v in spark_verdicts(got).items()}
+        with SimStore(f"sqlite:///{tmp_path / name}.db", policy=REMEMBERS) as store:
+            store.load(handover.read_parquet(tmp_path / name), at=AT)
+            expected = store_verdicts(store, second)
+        assert decided[name] == {k: v[:2] for k, v in expected.items()}, name
+    assert decided["one"]["m06"] == (False, "m04")  # m04 set aside by the hand-over's counts
+    assert decided["older"]["m06"] == (True, None)
+    store = SimStore(f"sqlite:///{tmp_path / 'm.db'}", policy=REMEMBERS)
+    with store, pytest.raises(InvalidInput, match="memory of boilerplate of a store"):
+        simspark.dedup(frame(spark, first), key="id", text="body", order="position", store=store)

@@ -7,15 +7,22 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from simstore.errors import InvalidInput
+from simstore.io import handover
+from simstore.io.handover import LoadRow
 from simstore.policy import batch
+from simstore.policy.boilerplate import line_keys
 from simstore.policy.policies import MinHashVerification
 from simstore.storage import namespaces
 from simstore.storage.schema import fingerprints, segments
 from simstore.text.edges import MARK, segment_key
+from simstore.text.encoding import to_signed
 from tests.conftest import StoreFactory
 from tests.policy.test_boilerplate import FOOTER, MESSAGES
 
@@ -30,7 +37,7 @@ def _texts() -> list[str]:
     return [*under, MESSAGES[4], MESSAGES[5] + "\n\n" + FOOTER, MESSAGES[0], *MESSAGES[6:]]
 
 
-def _counts(engine: Engine, ns_id: int) -> dict[int, int]:
+def counted_lines(engine: Engine, ns_id: int) -> dict[int, int]:
     """The namespace's counts per line, over every partition."""
     with engine.connect() as conn:
         rows = conn.execute(
@@ -51,16 +58,19 @@ def test_adds_decide_as_the_batch_does_and_count_every_text_added(
         decided = [store.add(text, key=str(i), at=T0) for i, text in enumerate(texts)]
         ns_id = store.scope.ns_id
     assert [(d.inserted, d.recorded_as) for d in decided] == expected
-    # independent count (lines keyed by the policy's own normalisation, which is not what
-    # is tested here): each footer line is in every text that carries the footer, kept or
-    # not; a message's line in the texts of several lines that hold it (the bare copies and
-    # the lone messages have one line, and count nothing)
+    assert counted_lines(engine, ns_id) == independent_counts(texts)
+
+
+def independent_counts(texts: list[str]) -> dict[int, int]:
+    """Independent count (lines keyed by the policy's own normalisation, which is not what is
+    tested here): each footer line is in every text that carries the footer, kept or not; a
+    message's line in the texts of several lines that hold it (the bare copies and the lone
+    messages have one line, and count nothing)."""
     lines: Counter[str] = Counter()
     for text in texts:
         if "\n" in text:
             lines.update({line for line in text.split("\n") if line})
-    expected_counts = {segment_key(POLICY.normalise(line)): n for line, n in lines.items()}
-    assert _counts(engine, ns_id) == expected_counts
+    return {segment_key(POLICY.normalise(line)): n for line, n in lines.items()}
 
 
 def test_add_many_decides_and_counts_as_the_adds_do(
@@ -72,14 +82,14 @@ def test_add_many_decides_and_counts_as_the_adds_do(
         decided = list(store.add_many([(str(i), t) for i, t in enumerate(texts)], at=T0))
         assert [(d.inserted, d.recorded_as) for d in decided] == expected
         ns_id = store.scope.ns_id
-        before = _counts(engine, ns_id)
+        before = counted_lines(engine, ns_id)
         # a key added again replays its decision and counts nothing
         again = store.add(texts[1], key="1", at=T0)
-        assert again.replayed and _counts(engine, ns_id) == before
+        assert again.replayed and counted_lines(engine, ns_id) == before
         # a query sees the memory and counts nothing
         found = store.query(MESSAGES[5], now=T0)
         assert [match.key for match in found] == ["5"]
-        assert _counts(engine, ns_id) == before
+        assert counted_lines(engine, ns_id) == before
 
 
 def test_counts_outside_the_keep_window_do_not_count_and_purge_drops_them(
@@ -93,18 +103,18 @@ def test_counts_outside_the_keep_window_do_not_count_and_purge_drops_them(
         # a copy under it of a message kept alone is not found (its message is half its text)
         store.add(MESSAGES[7], key="lone", at=later)
         assert store.add(MESSAGES[7] + "\n\n" + FOOTER, key="copy", at=later).inserted
-        assert _counts(engine, store.scope.ns_id)[FOOTER_KEY] == 5
+        assert counted_lines(engine, store.scope.ns_id)[FOOTER_KEY] == 5
         store.purge(now=later)
-        assert _counts(engine, store.scope.ns_id)[FOOTER_KEY] == 1
+        assert counted_lines(engine, store.scope.ns_id)[FOOTER_KEY] == 1
 
 
 def test_a_dropped_namespace_leaves_no_counts(make_store: StoreFactory, engine: Engine) -> None:
     with make_store(policy=POLICY) as store:
         store.add(MESSAGES[0] + "\n" + FOOTER, key="a", at=T0)
         ns_id = store.scope.ns_id
-        assert _counts(engine, ns_id)
+        assert counted_lines(engine, ns_id)
         namespaces.drop(store.scope)
-    assert _counts(engine, ns_id) == {}
+    assert counted_lines(engine, ns_id) == {}
 
 
 def test_a_kept_text_keeps_its_whole_text_with_the_lines_set_aside_marked(
@@ -129,3 +139,97 @@ def test_a_kept_text_keeps_its_whole_text_with_the_lines_set_aside_marked(
         assert zlib.decompress(packed).decode().count(MARK) == 2
         # and it is found by what it was compared by
         assert store.add(MESSAGES[3], key="bare", at=T0).recorded_as == "3"
+
+
+def _load_rows(texts: list[str]) -> list[LoadRow]:
+    """``batch.dedup``'s verdicts with the items a store keeps (after the memory set lines
+    aside) and each text's line keys, as a hand-over carries them."""
+    items = batch.sign(texts, policy=POLICY)
+    batch.remember_boilerplate(items, policy=POLICY)
+    verdicts = batch.dedup(texts, policy=POLICY)
+    return [
+        LoadRow(
+            *(v.key, v.kept, item.fingerprint, item.text, item.signature, item.band_keys),
+            *(v.duplicate_of, v.distance, v.measure, v.score, line_keys(item)),
+        )
+        for item, v in zip(items, verdicts, strict=True)
+    ]
+
+
+def test_a_loaded_batch_result_counts_its_lines_as_adding_the_texts_would(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    texts = _texts()
+    rows = _load_rows(texts)
+    # a kept text with lines set aside is found by its whole text's band keys too
+    assert any(row.kept and len(row.band_keys or ()) > 24 for row in rows)
+    probes = [
+        (MESSAGES[7] + "\n\n" + FOOTER, "under"),  # found by its message with the counts
+        (MESSAGES[1], "bare"),
+        (MESSAGES[8] + "\nsee you on Thursday, the team", "other"),
+    ]
+    with make_store(policy=POLICY, namespace="loaded") as loaded:
+        report = loaded.load(rows, at=T0)
+        assert report.kept + report.duplicates == len(texts)
+        ns_id = loaded.scope.ns_id
+        assert counted_lines(engine, ns_id) == independent_counts(texts)
+        assert loaded.load(rows, at=T0).skipped == len(texts)  # skipped rows count nothing
+        assert counted_lines(engine, ns_id) == independent_counts(texts)
+        got = [loaded.add(text, key=key, at=T0) for text, key in probes]
+    with make_store(policy=POLICY, namespace="added") as added:
+        list(added.add_many([(str(i), t) for i, t in enumerate(texts)], at=T0))
+        wanted = [added.add(text, key=key, at=T0) for text, key in probes]
+    assert [(d.inserted, d.recorded_as) for d in got] == [
+        (d.inserted, d.recorded_as) for d in wanted
+    ]
+    assert got[0].recorded_as == "10"  # MESSAGES[7], kept alone
+
+
+def test_a_hand_over_without_line_keys_loads_and_counts_nothing(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    rows = _load_rows(_texts())
+    bare = [row._replace(segments=None) for row in rows if not row.kept or not row.segments]
+    with make_store(policy=POLICY, namespace="older") as older:
+        assert older.load(bare, at=T0).kept == sum(row.kept for row in bare)
+        assert counted_lines(engine, older.scope.ns_id) == {}
+    # band keys beyond the signature's are a text's with lines set aside: one of several lines
+    widened = next(r for r in rows if r.kept and r.segments and len(r.band_keys or ()) > 24)
+    with pytest.raises(InvalidInput, match="band_keys are not its signature's"):
+        handover.check_rows([widened._replace(segments=())])
+    with pytest.raises(InvalidInput, match="segments"):
+        handover.check_rows([{**widened._asdict(), "segments": ["footer"]}])
+    # a store without the memory counts no lines
+    with make_store(namespace="forgets") as forgets:
+        forgets.load([widened], at=T0)
+        assert counted_lines(engine, forgets.scope.ns_id) == {}
+
+
+def test_a_hand_over_file_carries_line_keys_and_one_without_them_still_reads(
+    tmp_path: Path, make_store: StoreFactory, engine: Engine
+) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    texts = _texts()
+    rows = _load_rows(texts)
+    columns = {
+        "key": [r.key for r in rows], "kept": [r.kept for r in rows],
+        "duplicate_of": [r.duplicate_of for r in rows], "distance": [r.distance for r in rows],
+        "measure": [r.measure for r in rows], "score": [r.score for r in rows],
+        "order": list(range(len(rows))),
+        "fingerprint": [to_signed(r.fingerprint) for r in rows], "text": [r.text for r in rows],
+        "signature": [r.signature for r in rows],
+        "band_keys": [list(r.band_keys or ()) for r in rows],
+        "segments": [list(r.segments or ()) for r in rows],
+    }  # fmt: skip
+    assert set(columns) == set(handover.HANDOVER_COLUMNS) - {"made_with"}
+    table = pa.table(columns)
+    pq.write_table(table, tmp_path / "with.parquet")
+    read = list(handover.read_parquet(tmp_path / "with.parquet"))
+    assert [tuple(row.segments or ()) for row in read] == [row.segments for row in rows]
+    with make_store(policy=POLICY, namespace="file") as loaded:
+        loaded.load(read, at=T0)
+        assert counted_lines(engine, loaded.scope.ns_id) == independent_counts(texts)
+    pq.write_table(table.drop_columns(["segments"]), tmp_path / "older.parquet")
+    assert {row.segments for row in handover.read_parquet(tmp_path / "older.parquet")} == {None}
