@@ -19,6 +19,7 @@ from simstore.io.handover import LoadReport
 from simstore.io.ingest import Rejected
 from simstore.io.ingest import ingest as ingest_records
 from simstore.policy import _planning as planning
+from simstore.policy.boilerplate import LineCounts
 from simstore.policy.decide import Rule, decide_in_order
 from simstore.policy.policies import Item, Policy, SimHashOnly, check_policy
 from simstore.results import Decision, Judged, Match, Purged, Search, Stats
@@ -192,9 +193,12 @@ class SimStore:
             raw = planning.keyed_triples(raw, keys, in_order=in_order)
         found: list[list[Match]] = []
         planned: list[Item] = []
+        least = self.policy.boilerplate_least
+        # in order, each query counts the lines of the ones before it, as adds would
+        counts = LineCounts(least) if in_order and least is not None else None
         for start in range(0, len(raw), batch_size):
             items = self._planner.items(raw[start : start + batch_size], max_distance)
-            found.extend(self._finder.query(self._connections, items, moment, self._rule))
+            found.extend(self._finder.query(self._connections, items, moment, self._rule, counts))
             if in_order:
                 planned.extend(items)
         if in_order:

@@ -18,7 +18,8 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
 from simstore.policy._base import Item, Policy
-from simstore.text.edges import marked, segments
+from simstore.text import minhash
+from simstore.text.edges import MARK, flat, marked, segments, unmarked
 
 
 class LineCounts:
@@ -56,6 +57,16 @@ def line_keys(item: Item) -> tuple[int, ...]:
     """The keys of an item's lines (``segments`` of its whole comparison text, before any was set
     aside): what it counts, and what a hand-over row of it carries (``LoadRow.segments``)."""
     return segments(item.text if item.whole is None else item.whole.text)
+
+
+def whole_band_keys(stored: str | None, layout: str) -> tuple[int, ...]:
+    """The band keys of a stored text's whole text (``stored_text``: lines marked as set aside),
+    which its row holds beside its signature's (``Policy.sign``); none for a text without."""
+    if stored is None or MARK not in stored:
+        return ()
+    _compared, whole, _keys = unmarked(stored)
+    values, _sizes = minhash.sketches([flat(whole or "")])
+    return tuple(minhash.distinct_band_keys(values, layout)[0])
 
 
 def segments_of(items: Sequence[Item], skip: Collection[int] = ()) -> set[int]:

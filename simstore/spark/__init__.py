@@ -343,17 +343,6 @@ class _Recipe:
     moment: datetime
 
 
-def _check_memory(policy: Policy) -> None:
-    """The memory of boilerplate counts the texts of the run and of a hand-over it is decided
-    against, not those of a store (its counts are not read)."""
-    if policy.boilerplate_least is not None:
-        raise InvalidInput(
-            "simstore.spark does not read the memory of boilerplate of a store (its lines' "
-            "counts): decide this batch with the store itself (add_many, ingest), against a "
-            "hand-over, or with a policy of boilerplate_texts=None"
-        )
-
-
 def _recipe(
     store: SimStore | None,
     preset: str | Preset,
@@ -362,7 +351,6 @@ def _recipe(
     at: datetime | None,
 ) -> _Recipe:
     if store is not None:
-        _check_memory(store.policy)
         return _Recipe(store.preset, store.policy, store.max_distance, utc_naive(at))
     chosen_preset = get_preset(preset)
     chosen_policy = DEFAULT_POLICY if policy is None else check_policy(policy)
@@ -458,7 +446,7 @@ def dedup(
     if size is not None and size <= signed_limit:
         return _signed_then_on_driver(stages, rows, recipe, with_items)
     items = _sign_stage(stages, rows, recipe, store, against)
-    items = _boilerplate_stage(stages, items, recipe, against)
+    items = _boilerplate_stage(stages, items, recipe, store, against)
     nodes, measured = _collapse_stage(stages, items, recipe)
     reps = nodes.filter(~F.col("follower"))
     pairs = _candidates_stage(
@@ -624,7 +612,11 @@ def _sign_stage(
 
 
 def _boilerplate_stage(
-    stages: _Stages, items: DataFrame, recipe: _Recipe, against: str | Path | None
+    stages: _Stages,
+    items: DataFrame,
+    recipe: _Recipe,
+    store: SimStore | None,
+    against: str | Path | None,
 ) -> DataFrame:
     """1b. the memory of boilerplate (``simstore.policy.boilerplate``), under a policy that keeps
     it: each item's line keys that at least ``least`` items earlier in input order carried (a
@@ -639,11 +631,14 @@ def _boilerplate_stage(
     # the items before it that carried the line: its rank among them (orders are unique, and an
     # item's line keys distinct)
     earlier = F.row_number().over(Window.partitionBy("segment").orderBy("order")) - 1
+    before = None
     if against is not None:
         before = _against.handover_counts(stages.spark, str(against))
-        if before is not None:
-            lines = lines.join(before, "segment", "left")
-            earlier = earlier + F.coalesce(F.col("before"), F.lit(0))
+    elif store is not None:
+        before = _against.store_counts(stages.spark, store.scope, recipe.moment)
+    if before is not None:
+        lines = lines.join(before, "segment", "left")
+        earlier = earlier + F.coalesce(F.col("before"), F.lit(0))
     common = (
         lines.withColumn("earlier", earlier)
         .filter(F.col("earlier") >= least)

@@ -27,11 +27,12 @@ from pyspark.sql import functions as F
 
 from simstore.errors import InvalidInput
 from simstore.io import handover
+from simstore.policy.boilerplate import whole_band_keys
 from simstore.policy.policies import Policy
 from simstore.spark import _executor as executor
-from simstore.storage import snapshot
+from simstore.storage import memory, snapshot
 from simstore.storage.retention import utc_naive
-from simstore.storage.schema import kept_text_of
+from simstore.storage.schema import stored_text_of
 from simstore.storage.scope import Scope
 
 log = logging.getLogger("simstore")
@@ -95,6 +96,13 @@ def handover_counts(spark: SparkSession, path: str) -> DataFrame | None:
     return lines.groupBy("segment").agg(F.count(F.lit(1)).alias("before"))
 
 
+def store_counts(spark: SparkSession, scope: Scope, at: datetime) -> DataFrame:
+    """How many texts of a store's keep window at ``at`` carried each line (``segment``,
+    ``before``), as its adds read them (``simstore.storage.memory``), read on the driver."""
+    counts = memory.window_counts(scope, utc_naive(at))
+    return spark.createDataFrame(list(counts.items()), "segment long, before long")
+
+
 def handover_stamp(spark: SparkSession, path: str) -> str | None:
     """The recipe a hand-over was made with (its ``made_with``), None when it holds no row."""
     first = spark.read.parquet(path).select("made_with").limit(1).collect()
@@ -118,13 +126,20 @@ def _priors(
             columns["key"], columns["fp"], columns["text"], columns["packed_text"],
             columns["signature"], given, strict=True,
         ):  # fmt: skip
-            text = kept_text_of(plain, packed)
+            text = stored_text_of(plain, packed)  # (lines set aside marked: make_item reads them)
             keys = (
                 ()
                 if signature is None
                 else tuple(sorted(set(held)))
                 if held
-                else handover.band_keys_of(signature, policy.minhash_bands)
+                else tuple(
+                    sorted(
+                        {
+                            *handover.band_keys_of(signature, policy.minhash_bands),
+                            *whole_band_keys(text, policy.minhash_bands),
+                        }
+                    )
+                )
             )
             # a kept row is only ever the old side: its radius, threshold and script are unread
             items.append(

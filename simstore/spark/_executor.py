@@ -15,11 +15,13 @@ import pyarrow as pa
 
 from simstore.errors import InvalidInput, SimstoreError
 from simstore.policy import batch
-from simstore.policy.boilerplate import line_keys
+from simstore.policy._base import Whole
+from simstore.policy.boilerplate import line_keys, stored_text
 from simstore.policy.decide import Rule, confirm_candidates
 from simstore.policy.policies import Item, Policy
 from simstore.policy.probes import band_values
 from simstore.storage.retention import EPOCH
+from simstore.text.edges import MARK, unmarked
 from simstore.text.encoding import from_signed, to_signed
 from simstore.text.presets import Preset
 
@@ -116,7 +118,7 @@ def items_batch(
         *([item.own_bands[band] for item in items] for band in range(4)),
         [item.radius for item in items],
         [item.threshold for item in items],
-        [item.text for item in items],
+        [stored_text(item) for item in items],  # (lines set aside marked: make_item reads them)
         [item.signature for item in items],
         [list(item.band_keys) for item in items],
         [item.planned for item in items],
@@ -182,7 +184,12 @@ def make_item(
     boilerplate: Sequence[int] | None = None,
 ) -> Item:
     """The Item a row stands for (as ``batch.sign`` made it, then ``set_aside`` when lines were
-    set aside: ``boilerplate``; features are not needed any more)."""
+    set aside: ``boilerplate``, and its ``text`` is ``stored_text``, those lines marked; features
+    are not needed any more)."""
+    whole = None
+    if text is not None and MARK in text:
+        text, whole_text, _marked = unmarked(text)
+        whole = Whole(whole_text or text, ())  # (its keys are in band_keys already)
     return Item(
         key,
         from_signed(fp),
@@ -195,6 +202,7 @@ def make_item(
         planned=planned,
         mostly_cjk=bool(mostly_cjk),
         boilerplate=frozenset(boilerplate or ()),
+        whole=whole,
     )
 
 
@@ -216,7 +224,7 @@ def _set_aside(batches: Iterable[pa.RecordBatch], policy: Policy) -> Iterator[pa
         if changed:
             policy.sign([item for _i, item in changed])
         for i, item in changed:
-            values = (item.text, item.signature, list(item.band_keys), item.mostly_cjk,
+            values = (stored_text(item), item.signature, list(item.band_keys), item.mostly_cjk,
                       policy.min_shared(item), sorted(item.boilerplate))  # fmt: skip
             for name, value in zip(changed_columns, values, strict=True):
                 rows[name][i] = value

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection
 
 from simstore.errors import InvalidInput
 from simstore.policy._match import EXACT_BAND_RADIUS, near_pairs
+from simstore.policy.boilerplate import LineCounts
 from simstore.policy.decide import BandIndex, Rule
 from simstore.policy.policies import Item, Kept, Policy
 from simstore.policy.probes import PAIR_MAX_RADIUS, band_values, pair_radii, prefers_pairs
@@ -213,17 +214,25 @@ class Finder:
         return self._matches(item, moment, near, keyed, details, rule)
 
     def query(
-        self, connections: Connections, items: Sequence[Item], moment: datetime, rule: Rule
+        self,
+        connections: Connections,
+        items: Sequence[Item],
+        moment: datetime,
+        rule: Rule,
+        counts: LineCounts | None = None,
     ) -> list[list[Match]]:
         """What a query finds for ``items`` at ``moment``: one read, no write locks (not
         ``fresh``). A query does not read the namespace row: after a drop it finds nothing
-        (the drop deleted the rows, and a namespace id is never reused)."""
+        (the drop deleted the rows, and a namespace id is never reused). ``counts``: the memory
+        of boilerplate of the queries before these in one call decided in order, which these
+        count too (nothing is written); else a query counts nothing."""
         moments = [moment] * len(items)
 
         def find(conn: Connection) -> list[list[Match]]:
             memory.remember(
                 conn, self.ns_id, rule.policy, items, moments, keep=self.keep,
-                partition_seconds=self.partition_seconds, count=False,
+                partition_seconds=self.partition_seconds, count=counts is not None,
+                counts=counts,
             )  # fmt: skip
             return self.find(conn, items, moments, rule, fresh=False)
 

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from simstore.errors import InvalidType
+from simstore.policy.boilerplate import whole_band_keys
 from simstore.results import Purged
 from simstore.storage import _prepared as prepared
 from simstore.storage import expiry, memory, partitions
@@ -30,6 +31,7 @@ from simstore.storage.schema import (
     fingerprints,
     minhash_keys,
     namespaces,
+    stored_text_of,
 )
 from simstore.storage.scope import Scope
 from simstore.text import minhash
@@ -40,7 +42,12 @@ PURGE_BATCH_ROWS = 10_000
 _TIMES = {fingerprints: fingerprints.c.added_at, decisions: decisions.c.decided_at}
 ROWS_PER_BAND_KEY_DELETE = 128  # up to 3,072 keys: one IN list within prepared.MAX_IN
 # what ``delete_band_keys`` needs of a kept row
-_SIGNED_ROW = (fingerprints.c.id, fingerprints.c.ns_id, fingerprints.c.signature)
+_SIGNED_ROW = (
+    fingerprints.c.id,
+    fingerprints.c.ns_id,
+    fingerprints.c.signature,
+    fingerprints.c.packed_text,
+)
 
 
 def purge_scope(
@@ -282,7 +289,8 @@ def _dropped_before(layout: partitions.Partitioning, now: datetime) -> datetime 
 
 
 def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
-    """Delete the ``simstore_minhash`` rows of kept rows given as (id, ns_id, signature).
+    """Delete the ``simstore_minhash`` rows of kept rows given as (id, ns_id, signature) or
+    (id, ns_id, signature, packed_text).
 
     Each row's band keys are recomputed from its signature (distinct, as ``Policy.sign`` stores
     them, under the band layout its namespace's recorded policy signs with: ``_layouts``) and
@@ -292,16 +300,20 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
     the keys are in the rows themselves and go with them: only counted.
     """
     signed = [
-        (int(row_id), int(ns), bytes(signature))
-        for row_id, ns, signature in rows
-        if signature is not None and minhash.is_stored_signature(bytes(signature))
+        (int(row[0]), int(row[1]), bytes(row[2]), None if len(row) < 4 else row[3])
+        for row in rows
+        if row[2] is not None and minhash.is_stored_signature(bytes(row[2]))
     ]
     if not signed:
         return 0
     layouts = _layouts(conn, {row[1] for row in signed})
     held = [
-        set().union(*(minhash.stored_band_keys([signature], layout)[0] for layout in layouts[ns]))
-        for _row_id, ns, signature in signed
+        set().union(
+            *(minhash.stored_band_keys([signature], layout)[0] for layout in layouts[ns]),
+            # a text with lines set aside is found by its whole text's keys too (Policy.sign)
+            *(whole_band_keys(stored_text_of(None, packed), layout) for layout in layouts[ns]),
+        )
+        for _row_id, ns, signature, packed in signed
     ]
     if band_keys_in_row(conn.dialect):
         return sum(map(len, held))
@@ -309,14 +321,14 @@ def delete_band_keys(conn: Connection, rows: Sequence[Sequence[Any]]) -> int:
         # in primary-key order: the batch's deletes then walk the B-tree once, left to right
         params = sorted(
             (key, ns, row_id)
-            for (row_id, ns, _signature), row_keys in zip(signed, held, strict=True)
+            for (row_id, ns, _signature, _packed), row_keys in zip(signed, held, strict=True)
             for key in row_keys
         )
         prepared.delete_band_key(conn.dialect).run_rows(conn, params)
         return len(params)
     # a server: executemany of DELETE is a round trip a row (PyMySQL), so many rows a statement
     by_namespace: dict[int, list[tuple[int, set[int]]]] = {}
-    for (row_id, ns, _signature), row_keys in zip(signed, held, strict=True):
+    for (row_id, ns, _signature, _packed), row_keys in zip(signed, held, strict=True):
         by_namespace.setdefault(ns, []).append((row_id, row_keys))
     for ns, owned in by_namespace.items():
         for chunk in prepared.chunks(owned, ROWS_PER_BAND_KEY_DELETE):

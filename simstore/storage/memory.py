@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql, sqlite
@@ -21,6 +22,7 @@ from simstore.policy.policies import Item, Policy
 from simstore.storage import _prepared as prepared
 from simstore.storage.retention import partition_of, window_start
 from simstore.storage.schema import segments
+from simstore.storage.scope import Scope
 
 
 def remember(
@@ -34,23 +36,45 @@ def remember(
     partition_seconds: int,
     skip: Collection[int] = (),
     count: bool = True,
+    counts: LineCounts | None = None,
 ) -> LineCounts | None:
     """Set the items' boilerplate aside in input order by the counts the namespace holds (None,
     and nothing done, under a policy without the memory). The counts seen, with those the batch
     adds (``LineCounts.added``: ``write_counts`` writes them) unless ``count`` is False (a
-    query)."""
+    query). ``counts``: those of earlier batches of one call, continued (queries decided in
+    order: each counts the ones before it, and nothing is written)."""
     least = policy.boilerplate_least
     if least is None or not items:
-        return None
-    keys = segments_of(items, skip)
-    since = None
-    if keep is not None:
-        start = window_start(min(moments), keep)
-        since = None if start is None else partition_of(start, partition_seconds)
-    counts = LineCounts(least, read_counts(conn, ns_id, keys, since) if keys else {})
+        return counts
+    if counts is None:
+        counts = LineCounts(least)
+    keys = segments_of(items, skip) - counts.counts.keys()
+    if keys:
+        since = _since(keep, min(moments), partition_seconds)
+        counts.counts.update(read_counts(conn, ns_id, keys, since))
     parts = [partition_of(moment, partition_seconds) for moment in moments]
     set_aside(policy, items, counts, partitions=parts, skip=skip, count=count)
     return counts
+
+
+def _since(keep: timedelta | None, at: datetime, partition_seconds: int) -> int | None:
+    """The first partition of the keep window at ``at`` (None: every partition counts)."""
+    start = None if keep is None else window_start(at, keep)
+    return None if start is None else partition_of(start, partition_seconds)
+
+
+def _counted(ns_id: int, since: int | None, keys: Sequence[int] | None = None) -> sa.Select[Any]:
+    """The texts that carried each line (of ``keys``, or every line) from partition ``since``."""
+    where = [segments.c.ns_id == ns_id]
+    if keys is not None:
+        where.insert(0, segments.c.segment.in_(keys))
+    if since is not None:
+        where.append(segments.c.part >= since)
+    return (
+        sa.select(segments.c.segment, sa.func.sum(segments.c.texts))
+        .where(*where)
+        .group_by(segments.c.segment)
+    )
 
 
 def read_counts(
@@ -60,17 +84,17 @@ def read_counts(
     None)."""
     found: dict[int, int] = {}
     for chunk in prepared.chunks(sorted(keys)):
-        where = [segments.c.segment.in_(chunk), segments.c.ns_id == ns_id]
-        if since is not None:
-            where.append(segments.c.part >= since)
-        statement = (
-            sa.select(segments.c.segment, sa.func.sum(segments.c.texts))
-            .where(*where)
-            .group_by(segments.c.segment)
-        )
-        for key, texts in conn.execute(statement):
+        for key, texts in conn.execute(_counted(ns_id, since, chunk)):
             found[int(key)] = int(texts)
     return found
+
+
+def window_counts(scope: Scope, at: datetime) -> dict[int, int]:
+    """Every line's count in a namespace's keep window at ``at`` (every partition without one):
+    what a batch decided elsewhere against the store starts from (``simstore.spark``)."""
+    since = _since(scope.keep, at, scope.partition_seconds)
+    with scope.connections.reading() as conn:
+        return {int(key): int(texts) for key, texts in conn.execute(_counted(scope.ns_id, since))}
 
 
 def write_counts(conn: Connection, ns_id: int, added: Mapping[tuple[int, int], int]) -> None:

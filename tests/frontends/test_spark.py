@@ -42,7 +42,7 @@ from simstore import spark as simspark
 from simstore.errors import InvalidInput
 from simstore.io import handover
 from simstore.policy import batch
-from simstore.policy.boilerplate import line_keys
+from simstore.policy.boilerplate import line_keys, stored_text
 from simstore.policy.policies import MinHashVerification, Policy, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
 from simstore.text.presets import get_preset
@@ -769,6 +769,7 @@ def test_cli_spark_dedup_shows_its_progress_on_a_terminal(cli_run: CliRun) -> No
 
 
 REMEMBERS = MinHashVerification(boilerplate_texts=3)
+FORGETS = MinHashVerification(boilerplate_texts=None)
 
 
 def footer_records() -> list[tuple[str, str]]:
@@ -792,7 +793,9 @@ def test_the_memory_of_boilerplate_decides_as_the_batch_api(spark: SparkSession)
     texts, keys = [t for _k, t in records], [k for k, _t in records]
     verdicts = batch.dedup(texts, keys=keys, policy=REMEMBERS)
     expected = {v.key: (v.kept, v.duplicate_of, v.distance, v.measure, v.score) for v in verdicts}
-    without = {v.key: (v.kept, v.duplicate_of) for v in batch.dedup(texts, keys=keys)}
+    without = {
+        v.key: (v.kept, v.duplicate_of) for v in batch.dedup(texts, keys=keys, policy=FORGETS)
+    }
     # the memory at work: the bare copy and the lone message under the footer are found
     assert expected["m06"][1] == "m04" and expected["m13"][1] == "m10"
     assert without["m06"] == without["m13"] == (True, None)
@@ -801,7 +804,8 @@ def test_the_memory_of_boilerplate_decides_as_the_batch_api(spark: SparkSession)
     batch.remember_boilerplate(items, policy=REMEMBERS)
     assert any(item.boilerplate for item in items)
     signed = {
-        item.key: (item.text, item.signature, item.band_keys, line_keys(item)) for item in items
+        item.key: (stored_text(item), item.signature, item.band_keys, line_keys(item))
+        for item in items
     }
     df = frame(spark, records).repartition(2)
     # Spark's own path (the module's session sets no driver rows), then the driver's two
@@ -816,7 +820,7 @@ def test_the_memory_of_boilerplate_decides_as_the_batch_api(spark: SparkSession)
             for row in rows
         }
         assert got == signed, (rows_limit, items_limit)
-    plain = simspark.dedup(df, key="id", text="body", order="position").collect()
+    plain = simspark.dedup(df, key="id", text="body", order="position", policy=FORGETS).collect()
     assert {k: v[:2] for k, v in spark_verdicts(plain).items()} == without
 
 
@@ -885,6 +889,12 @@ def test_against_a_hand_over_the_memory_counts_its_lines(
         assert decided[name] == {k: v[:2] for k, v in expected.items()}, name
     assert decided["one"]["m06"] == (False, "m04")  # m04 set aside by the hand-over's counts
     assert decided["older"]["m06"] == (True, None)
-    store = SimStore(f"sqlite:///{tmp_path / 'm.db'}", policy=REMEMBERS)
-    with store, pytest.raises(InvalidInput, match="memory of boilerplate of a store"):
-        simspark.dedup(frame(spark, first), key="id", text="body", order="position", store=store)
+    # against a store: its counts (the first texts') are read before the batch's, as its adds do
+    with SimStore(f"sqlite:///{tmp_path / 'm.db'}", policy=REMEMBERS) as store:
+        list(store.add_many(first, at=AT))
+        got = simspark.dedup(frame(spark, second), key="id", text="body", order="position",
+                             store=store, at=AT)  # fmt: skip
+        against_store = {k: v[:2] for k, v in spark_verdicts(got).items()}
+        expected = store_verdicts(store, second)
+    assert against_store == {k: v[:2] for k, v in expected.items()}
+    assert against_store["m06"] == (False, "m04")

@@ -17,10 +17,10 @@ from simstore.errors import InvalidInput
 from simstore.io import handover
 from simstore.io.handover import LoadRow
 from simstore.policy import batch
-from simstore.policy.boilerplate import line_keys
+from simstore.policy.boilerplate import line_keys, stored_text
 from simstore.policy.policies import MinHashVerification
 from simstore.storage import namespaces
-from simstore.storage.schema import fingerprints, segments
+from simstore.storage.schema import fingerprints, minhash_keys, segments
 from simstore.text.edges import MARK, segment_key
 from simstore.text.encoding import to_signed
 from tests.conftest import StoreFactory
@@ -149,7 +149,7 @@ def _load_rows(texts: list[str]) -> list[LoadRow]:
     verdicts = batch.dedup(texts, policy=POLICY)
     return [
         LoadRow(
-            *(v.key, v.kept, item.fingerprint, item.text, item.signature, item.band_keys),
+            *(v.key, v.kept, item.fingerprint, stored_text(item), item.signature, item.band_keys),
             *(v.duplicate_of, v.distance, v.measure, v.score, line_keys(item)),
         )
         for item, v in zip(items, verdicts, strict=True)
@@ -200,7 +200,8 @@ def test_a_hand_over_without_line_keys_loads_and_counts_nothing(
     with pytest.raises(InvalidInput, match="segments"):
         handover.check_rows([{**widened._asdict(), "segments": ["footer"]}])
     # a store without the memory counts no lines
-    with make_store(namespace="forgets") as forgets:
+    forgetting = MinHashVerification(boilerplate_texts=None)
+    with make_store(namespace="forgets", policy=forgetting) as forgets:
         forgets.load([widened], at=T0)
         assert counted_lines(engine, forgets.scope.ns_id) == {}
 
@@ -233,3 +234,32 @@ def test_a_hand_over_file_carries_line_keys_and_one_without_them_still_reads(
         assert counted_lines(engine, loaded.scope.ns_id) == independent_counts(texts)
     pq.write_table(table.drop_columns(["segments"]), tmp_path / "older.parquet")
     assert {row.segments for row in handover.read_parquet(tmp_path / "older.parquet")} == {None}
+
+
+def test_purge_and_remove_leave_no_band_keys_of_texts_with_lines_set_aside(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    # such a text's row holds its whole text's band keys beside its signature's; both go
+    texts = [message + "\n" + FOOTER for message in MESSAGES]
+    with make_store(policy=POLICY, keep="1h") as store:
+        list(store.add_many([(str(i), text) for i, text in enumerate(texts)], at=T0))
+        ns_id = store.scope.ns_id
+        assert MARK in zlib.decompress(_packed(engine, ns_id, "9")).decode()
+        assert store.remove("9")
+        store.purge(now=T0 + timedelta(days=1))
+        with engine.connect() as conn:
+            left = conn.execute(
+                sa.select(sa.func.count()).where(minhash_keys.c.ns_id == ns_id)
+            ).scalar_one()
+        assert left == 0
+
+
+def _packed(engine: Engine, ns_id: int, key: str) -> bytes:
+    with engine.connect() as conn:
+        return bytes(
+            conn.execute(
+                sa.select(fingerprints.c.packed_text).where(
+                    fingerprints.c.key == key, fingerprints.c.ns_id == ns_id
+                )
+            ).scalar_one()
+        )
