@@ -8,7 +8,7 @@ Self-contained on purpose: a migration never imports live simstore code. ``simst
 counts, per namespace and time partition, the texts added that carried a line (by a 64-bit key
 of the normalised line), so that a line many texts carry (a footer, a disclaimer) is set aside
 before a text is compared. A new, empty table: creating it is quick on every dialect, and an
-upgrade killed before it is recorded finds the table there and leaves it.
+upgrade killed before it is recorded finds the table there and makes only its index if missing.
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ TABLE = "simstore_segments"
 
 
 def upgrade() -> None:
-    if TABLE in sa.inspect(op.get_bind()).get_table_names():
-        return  # (an upgrade killed after the table was made)
+    inspector = sa.inspect(op.get_bind())
+    if TABLE in inspector.get_table_names():  # (an upgrade killed after the table was made)
+        if "ix_simstore_segments_part" not in {i["name"] for i in inspector.get_indexes(TABLE)}:
+            op.create_index("ix_simstore_segments_part", TABLE, ["part", "ns_id"])
+        return
     op.create_table(
         TABLE,
         sa.Column("segment", sa.BigInteger, nullable=False),
