@@ -175,8 +175,9 @@ def signed_rows_as_made_now(url: str, manifest: dict[str, Any]) -> int:
                     size = minhash.size_of(bytes(signature))
                     assert size in (None, minhash.size_of(item.signature)), key
                     stored = stored_band_keys(conn, row_id=row_id)
-                    # keys of the layout a namespace made before recording a policy had: 16 x 4
-                    made = minhash.stored_band_keys([item.signature], minhash.LAYOUT)[0]
+                    # keys of the layout its policy records (one made before recording a policy
+                    # reads as 16 x 4: policy_from_recipe)
+                    made = minhash.stored_band_keys([item.signature], policy.minhash_bands)[0]
                     assert tuple(stored) == made, key
                     checked += 1
     finally:
