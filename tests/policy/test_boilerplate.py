@@ -130,3 +130,10 @@ def test_a_line_set_aside_still_tells_two_versions_apart() -> None:
     assert verdicts[4] == (True, None)
     # the same copy with the same version is a duplicate
     assert _verdicts([*pages, pages[3] + " "], 3)[4] == (False, "3")
+
+
+def test_a_segment_is_a_line_of_eight_characters_or_more() -> None:
+    # SEGMENT_LENGTH's edge: a line of 7 characters says nothing, one of 8 is counted
+    seven, eight = "abcdefg", "abcdefgh"
+    assert segments(f"{seven}\n{eight}") == (segment_key(eight),)
+    assert SEGMENT_LENGTH == len(eight)
