@@ -136,4 +136,4 @@ def test_a_segment_is_a_line_of_eight_characters_or_more() -> None:
     # SEGMENT_LENGTH's edge: a line of 7 characters says nothing, one of 8 is counted
     seven, eight = "abcdefg", "abcdefgh"
     assert segments(f"{seven}\n{eight}") == (segment_key(eight),)
-    assert SEGMENT_LENGTH == len(eight)
+    assert len(eight) == SEGMENT_LENGTH
