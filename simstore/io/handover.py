@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from simstore.errors import InvalidInput, InvalidType, missing_extra
+from simstore.policy.boilerplate import whole_band_keys
 from simstore.policy.policies import MEASURES
 from simstore.storage._writer import DecidedRow, load_decided
 from simstore.storage.retention import utc_naive
@@ -197,7 +198,8 @@ def _check_row(raw: object, layouts: Sequence[str]) -> LoadRow:
                     f"{minhash.SCHEME} with {' or '.join(layouts)} bands (a hand-over made by "
                     "another simstore version or another policy?)"
                 )
-            keys = each[0] if given is None else given
+            # none given: those ``Policy.sign`` makes, its whole text's too (lines set aside)
+            keys = given or tuple(sorted({*each[0], *whole_band_keys(row.text, layouts[0])}))
         return row._replace(
             key=key, signature=signature, band_keys=keys, duplicate_of=None, segments=segments
         )

@@ -185,6 +185,40 @@ def test_a_loaded_batch_result_counts_its_lines_as_adding_the_texts_would(
     assert got[0].recorded_as == "10"  # MESSAGES[7], kept alone
 
 
+def _band_keys_by_key(engine: Engine, ns_id: int) -> dict[str, set[int]]:
+    """Each kept row's band keys as the database holds them (in the row on PostgreSQL)."""
+    with engine.connect() as conn:
+        if engine.dialect.name == "postgresql":
+            rows = conn.execute(
+                sa.select(fingerprints.c.key, fingerprints.c.band_keys).where(
+                    fingerprints.c.ns_id == ns_id
+                )
+            ).all()
+            return {key: set(keys or ()) for key, keys in rows}
+        joined = sa.select(fingerprints.c.key, minhash_keys.c.band_key).join(
+            minhash_keys, minhash_keys.c.fp_id == fingerprints.c.id
+        )
+        found: dict[str, set[int]] = {}
+        for key, band_key in conn.execute(joined.where(fingerprints.c.ns_id == ns_id)):
+            found.setdefault(key, set()).add(int(band_key))
+        return found
+
+
+def test_a_hand_over_without_band_keys_gets_those_an_add_makes(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    # a text with lines set aside is found by its whole text's keys too: a hand-over row that
+    # names no band keys gets them from its stored text, as its add would have made them
+    rows = _load_rows(_texts())
+    assert any(row.kept and len(row.band_keys or ()) > 24 for row in rows)
+    with make_store(policy=POLICY, namespace="given") as given:
+        given.load(rows, at=T0)
+        wanted = _band_keys_by_key(engine, given.scope.ns_id)
+    with make_store(policy=POLICY, namespace="bare") as bare:
+        bare.load([row._replace(band_keys=None) for row in rows], at=T0)
+        assert _band_keys_by_key(engine, bare.scope.ns_id) == wanted
+
+
 def test_a_hand_over_without_line_keys_loads_and_counts_nothing(
     make_store: StoreFactory, engine: Engine
 ) -> None:
