@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from simstore.errors import InvalidInput, MissingExtra
+from simstore.errors import InvalidInput, MissingExtra, missing_extra
 from simstore.policy._base import (
     OPENING_ALIGNED,
     OPENING_SHARED,
@@ -149,6 +149,11 @@ class MinHashVerification(Policy):
     # True: texts that differ only by their identity (two product pages of one template) are
     # duplicates too; look-alikes are not set apart
     merge_identity_swaps: bool = False
+    # the identity rule in Chinese: ordinary words (none a name by jieba's part-of-speech tags:
+    # ``lookalike.names_a_thing``) put for others at up to this many places are an edit (a
+    # reworded copy); a name put for another, or ordinary words at more places, make a
+    # look-alike. None: any Chinese word put for another makes one (simstore 0.4's rule)
+    cjk_replaced: int | None = 1
     # short texts the rule would merge: the whole lines both hold at their end (a footer, a
     # disclaimer, a signature) and, with them, at their start (a greeting) are set aside, and
     # what remains of the two must reach this 3-gram Jaccard (or ``containment``, or one hold the
@@ -193,6 +198,7 @@ class MinHashVerification(Policy):
         check_int("opening_length", self.opening_length, lowest=1, optional=True)
         check_int("max_opening_replaced", self.max_opening_replaced, lowest=0)
         check_int("boilerplate_texts", self.boilerplate_texts, lowest=1, optional=True)
+        check_int("cjk_replaced", self.cjk_replaced, lowest=0, optional=True)
         for name in (
             "numbers_matter",
             "typos",
@@ -209,6 +215,8 @@ class MinHashVerification(Policy):
                 raise InvalidInput(f"{name} must be True or False")
         if self.fold_traditional:
             _check_folder()  # fail now, not at the first add, when OpenCC is missing
+        if self.cjk_replaced is not None and importlib.util.find_spec("jieba") is None:
+            raise missing_extra("cjk_replaced (Chinese names told from words) needs jieba", "zh")
 
     def score(self, a: str, b: str) -> float:
         """Similarity of two normalised texts under the policy's exact measure."""
@@ -596,6 +604,7 @@ class MinHashVerification(Policy):
             self._context(item),
             typos=self.typos,
             numbers=self.numbers_matter,
+            cjk_replaced=self.cjk_replaced,
         )
 
     def _long_lookalike(self, item: Item, kept: Item | Kept) -> bool:
@@ -636,6 +645,7 @@ class MinHashVerification(Policy):
                 typos=self.typos,
                 numbers=self.numbers_matter,
                 whole=False,
+                cjk_replaced=self.cjk_replaced,
             ),
             identity_swaps(
                 other,
@@ -644,6 +654,7 @@ class MinHashVerification(Policy):
                 typos=self.typos,
                 numbers=self.numbers_matter,
                 whole=False,
+                cjk_replaced=self.cjk_replaced,
             ),
         ]
         return swaps + min(found, key=len)
@@ -719,6 +730,10 @@ class MinHashVerification(Policy):
         lookalike = "" if self.max_replaced is None else ", look-alikes apart"
         if self.identity_rule:
             lookalike = "" if self.merge_identity_swaps else ", identity swaps apart"
+            if lookalike and self.cjk_replaced is not None:
+                lookalike += (
+                    f", Chinese names by jieba (<= {self.cjk_replaced} other word(s) an edit)"
+                )
         contained = "" if self.containment is None else f" or containment >= {self.containment}"
         long_contained = (
             "" if self.long_containment is None else f" or containment >= {self.long_containment}"

@@ -130,6 +130,7 @@ _OPTIONAL: dict[str, type] = {
     "opening_length": int,
     "shared_lines_rest": float,
     "boilerplate_texts": int,
+    "cjk_replaced": int,
 }
 """Options that may be None, with the type of their other values."""
 
@@ -196,6 +197,7 @@ _BEFORE_OPTION: dict[str, dict[str, object]] = {
         "shared_lines_rest": None,  # lines shared at the edges set aside: after simstore 0.4.0
         "cjk_titles": False,  # a long CJK text's title words kept: after simstore 0.4.0
         "boilerplate_texts": None,  # the store's memory of boilerplate: after simstore 0.4.0
+        "cjk_replaced": None,  # Chinese names told from words (jieba): after simstore 0.4.0
     },
 }
 """For a recipe recorded before an option existed, the value that keeps the rule it recorded."""

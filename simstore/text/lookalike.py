@@ -19,9 +19,12 @@ by what differs there:
   name, identity;
 - the same words replaced by the same words at each of two or more places (none left as it was):
   a template filled in, identity;
-- Chinese or Japanese words (more than one character for one) replaced at more than
-  ``MAX_CJK_WORDS`` places: with no capitals to tell a name from a word, nothing tells a fill
-  from an edit, and precision wins: identity;
+- Chinese words (more than one character for one) replaced: with no capitals to tell a name
+  from a word, jieba's part-of-speech tags tell it (``names_a_thing``: a person, place,
+  organisation or other proper noun, an abbreviation, a foreign word): identity; ordinary words
+  replaced at more than ``cjk_replaced`` places are a template's slots filled in: identity too;
+  at fewer, an edit (a reworded copy). Japanese (kana), which jieba does not read, and every
+  such place when ``cjk_replaced`` is None: identity;
 - two words or more for two words or more (``hiking boots``, ``robot vacuum``): a template's
   slot, identity; so is the text's first word put for another (what it is about: a package, a
   command);
@@ -45,10 +48,11 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rapidfuzz.distance import OSA, Indel
 
+from simstore.errors import missing_extra
 from simstore.text._algorithms import nfkc
 from simstore.text.similarity import _is_typo
 
@@ -74,8 +78,8 @@ COUNT_MARK = "*"  # between such a token and its count
 TITLES = 4
 TITLES_FROM = 200
 MAX_SWAP = 4  # tokens on a side of one place: more is a passage rewritten or moved
-# places where Chinese or Japanese words (two characters or more, no typo) stand for others:
-# with no capitals to tell a name from a word, more than this many are a template filled in
+# places where Chinese or Japanese words (two characters or more, no typo) stand for others
+# that say nothing of the texts' identity, whatever the words
 MAX_CJK_WORDS = 0
 _UNBROKEN = re.compile(r"[-./\s]")
 _LEAD = re.compile(r"^\.")  # a leading - comes and goes with layout (a list, a table's rule)
@@ -89,7 +93,8 @@ _CJK_CHAR = re.compile(f"[{_CJK}]")
 
 class Swap(NamedTuple):
     """One place where two texts hold other tokens, judged identity: ``why`` is ``number``,
-    ``symbol``, ``name``, ``recurring`` or ``title``."""
+    ``symbol``, ``name``, ``recurring``, ``title``, ``words`` (Chinese words put for others at
+    more places than an edit holds) or ``phrase``."""
 
     old: str
     new: str
@@ -202,11 +207,14 @@ def identity_swaps(
     typos: bool = True,
     numbers: bool = True,
     whole: bool = True,
+    cjk_replaced: int | None = None,
 ) -> list[Swap]:
     """The places where comparison text ``new`` holds other tokens than ``old`` that are its
     identity (see the module's docstring); empty when the two differ only by edits.
     ``numbers`` False: numbers are ordinary tokens; ``whole`` False: the texts are parts (two
-    openings), whose numbers are judged where they align, not over the whole."""
+    openings), whose numbers are judged where they align, not over the whole;
+    ``cjk_replaced``: places where ordinary Chinese words stand for others that an edit may
+    hold (None: none, and no name is told from a word)."""
     if old == new:
         return []
     left, left_counts = _tokens(old)
@@ -226,7 +234,7 @@ def identity_swaps(
         end_left, end_right = block.a + block.size, block.b + block.size
     recurring = Counter(gaps)
     joined = "".join(left)
-    words: list[Swap] = []  # CJK words replaced: only more than one place tells (see above)
+    words: list[Swap] = []  # CJK words replaced: judged together (cjk_identity)
     last = len(gaps) - 1
     for index, ((a, b), at) in enumerate(zip(gaps, starts, strict=True)):
         why = _judge(a, b, ctx, typos, numbers, recurring, left_counts, right_counts, joined, at)
@@ -235,9 +243,52 @@ def identity_swaps(
         if why is not None:
             glue = "" if why == "words" else " "  # CJK characters are written together
             (words if why == "words" else swaps).append(Swap(glue.join(a), glue.join(b), why))
-    if len(words) > MAX_CJK_WORDS:
-        swaps.extend(words)
+    swaps.extend(cjk_identity(words, cjk_replaced))
     return list(dict.fromkeys(swaps))  # a recurring swap is named once
+
+
+def cjk_identity(words: Sequence[Swap], ordinary: int | None) -> list[Swap]:
+    """Of the places where CJK words stand for others (``Swap.why`` "words"), those that are
+    identity: the ones that name a thing (``names_a_thing``), or all of them when more than
+    ``ordinary`` places name none (or ``ordinary`` is None: simstore 0.4's rule)."""
+    if len(words) <= MAX_CJK_WORDS:
+        return []
+    if ordinary is None:
+        return list(words)
+    named = [swap for swap in words if names_a_thing(swap.old) or names_a_thing(swap.new)]
+    if len(words) - len(named) > ordinary:
+        return list(words)
+    return [swap._replace(why="name") for swap in named]
+
+
+_NAME_TAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz", "j", "eng"})
+"""jieba's tags of a word that names a thing: a person (nr, nrfg, nrt), a place (ns), an
+organisation (nt), another proper noun (nz), an abbreviation (j: 英 for English, 北大), a word in
+Latin letters (eng)."""
+_KANA = re.compile("[\u3040-\u30ff]")
+
+
+@functools.lru_cache(maxsize=65536)
+def names_a_thing(words: str) -> bool:
+    """Whether CJK characters hold a name by jieba's part-of-speech tags (``_NAME_TAGS``), read
+    without their sentence so that both sides of a pair are read alike; kana (Japanese, which
+    jieba does not read) counts as a name, so Japanese keeps the stricter rule."""
+    if _KANA.search(words):
+        return True
+    return any(pair.flag in _NAME_TAGS for pair in _tagger().lcut(words, HMM=True))
+
+
+@functools.cache
+def _tagger() -> Any:
+    """jieba's part-of-speech tokenizer, its dictionary loaded once (without its log lines)."""
+    try:
+        import jieba
+        import jieba.posseg
+    except ImportError as exc:  # pragma: no cover - jieba is part of the base install
+        raise missing_extra("telling Chinese names from words needs jieba", "zh") from exc
+    jieba.setLogLevel(60)
+    jieba.initialize()
+    return jieba.posseg.dt
 
 
 def _judge(

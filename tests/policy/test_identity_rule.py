@@ -95,6 +95,68 @@ def test_an_edited_copy_is_a_duplicate_and_a_filled_template_is_not(
     assert counted.add(REWORDED, key="reworded").inserted
 
 
+# a short Chinese note; its copies put other words in at places inside it (not its last words,
+# which a copy cut short or signed off may replace)
+MATCH = "周末我们在学校的操场上举行了一场足球比赛，同学们都踢得非常认真，最后大家一起去吃了晚饭。"
+TRIP = "张伟下周一去上海出差，会议结束后他会把项目的进度报告发给大家，请各位注意查收邮件。"
+
+
+@pytest.mark.parametrize(
+    ("kept", "new", "merged", "reason"),
+    [
+        # one ordinary word for another (认真 "earnest" -> 努力 "hard-working"): a reworded copy
+        (MATCH, MATCH.replace("认真", "努力"), True, None),
+        # ordinary words at two places: a template's slots filled in
+        (
+            MATCH,
+            MATCH.replace("操场", "草地").replace("认真", "努力"),
+            False,
+            "look-alike: '操场' -> '草地' (words); '认真' -> '努力' (words)",
+        ),
+        # a person's name, a city's: another trip, not a copy of this one
+        (TRIP, TRIP.replace("张伟", "李娜"), False, "look-alike: '张伟' -> '李娜' (name)"),
+        (TRIP, TRIP.replace("上海", "广州"), False, "look-alike: '上海' -> '广州' (name)"),
+    ],
+)
+def test_a_chinese_word_put_for_another_is_an_edit_and_a_name_is_not(
+    make_store: StoreFactory, kept: str, new: str, merged: bool, reason: str | None
+) -> None:
+    assert _jaccard(compare_normalise(kept), compare_normalise(new)) >= 0.55  # the rule's bar
+    store = make_store()
+    store.add(kept, key="kept")
+    added = store.add(new, key="new")
+    assert (added.duplicate_of is not None) is merged
+    if not merged:
+        [judged] = store.near_misses("new")
+        assert judged.reason == reason
+    # simstore 0.4's rule (cjk_replaced=None): any Chinese word put for another is a look-alike
+    strict = make_store(
+        namespace=f"{store.namespace}-0.4", policy=MinHashVerification(cjk_replaced=None)
+    )
+    strict.add(kept, key="kept")
+    assert strict.add(new, key="new").inserted
+
+
+def test_the_policy_line_names_the_chinese_rule_and_a_0_4_recipe_keeps_the_strict_one() -> None:
+    assert "Chinese names by jieba (<= 1 other word(s) an edit)" in MinHashVerification().describe(
+        3
+    )
+    assert "jieba" not in MinHashVerification(cjk_replaced=None).describe(3)
+    # a recipe recorded before the option existed reads as simstore 0.4's rule
+    old = json.loads(MinHashVerification().recipe())
+    del old["params"]["cjk_replaced"]
+    read = policy_from_recipe(json.dumps(old))
+    assert isinstance(read, MinHashVerification) and read.cjk_replaced is None
+
+
+def test_japanese_keeps_the_stricter_rule() -> None:
+    from simstore.text.lookalike import names_a_thing
+
+    # kana: jieba reads no Japanese, so a word of it counts as a name whatever it means
+    assert names_a_thing("ともだち")
+    assert not names_a_thing("认真") and names_a_thing("张伟") and names_a_thing("上海")
+
+
 def _manual(version: str, tail: str = "") -> str:
     lines = [
         f"Section {n}: the tool reads its settings from the file named in the first argument "

@@ -212,7 +212,7 @@ def test_what_remains_decides_at_the_bar(pair: tuple[str, str], merged: bool) ->
 
 def test_the_policy_line_says_shared_footers_are_set_aside() -> None:
     line = MinHashVerification().describe(3)
-    assert "identity swaps apart, shared footers set aside (rest >= 0.3), lines of" in line
+    assert "(<= 1 other word(s) an edit), shared footers set aside (rest >= 0.3), lines of" in line
     # another bar makes another line (``whatif`` shows the change); without the rule, no word of it
     assert "(rest >= 0.5)" in MinHashVerification(shared_lines_rest=0.5).describe(3)
     assert "footers" not in MinHashVerification(shared_lines_rest=None).describe(3)
