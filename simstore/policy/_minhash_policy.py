@@ -149,10 +149,11 @@ class MinHashVerification(Policy):
     # True: texts that differ only by their identity (two product pages of one template) are
     # duplicates too; look-alikes are not set apart
     merge_identity_swaps: bool = False
-    # the identity rule in Chinese: ordinary words (none a name by jieba's part-of-speech tags:
-    # ``lookalike.names_a_thing``) put for others at up to this many places are an edit (a
-    # reworded copy); a name put for another, or ordinary words at more places, make a
-    # look-alike. None: any Chinese word put for another makes one (simstore 0.4's rule)
+    # the identity rule in Chinese: a noun put for another (a name, a product, a place, a time,
+    # by jieba's part-of-speech tags: ``lookalike.noun_kind``) makes a look-alike; other words
+    # (verbs, adjectives, adverbs) put for others at up to this many places are an edit (a
+    # reworded copy), at more a template filled in. None: any Chinese word put for another makes
+    # a look-alike (simstore 0.4's rule)
     cjk_replaced: int | None = 1
     # short texts the rule would merge: the whole lines both hold at their end (a footer, a
     # disclaimer, a signature) and, with them, at their start (a greeting) are set aside, and
@@ -216,7 +217,7 @@ class MinHashVerification(Policy):
         if self.fold_traditional:
             _check_folder()  # fail now, not at the first add, when OpenCC is missing
         if self.cjk_replaced is not None and importlib.util.find_spec("jieba") is None:
-            raise missing_extra("cjk_replaced (Chinese names told from words) needs jieba", "zh")
+            raise missing_extra("cjk_replaced (Chinese nouns told from words) needs jieba", "zh")
 
     def score(self, a: str, b: str) -> float:
         """Similarity of two normalised texts under the policy's exact measure."""
@@ -732,7 +733,7 @@ class MinHashVerification(Policy):
             lookalike = "" if self.merge_identity_swaps else ", identity swaps apart"
             if lookalike and self.cjk_replaced is not None:
                 lookalike += (
-                    f", Chinese names by jieba (<= {self.cjk_replaced} other word(s) an edit)"
+                    f", Chinese nouns by jieba (<= {self.cjk_replaced} other word(s) an edit)"
                 )
         contained = "" if self.containment is None else f" or containment >= {self.containment}"
         long_contained = (

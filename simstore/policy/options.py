@@ -64,9 +64,9 @@ MEANINGS: dict[str, dict[str, str]] = {
         "differ (max_replaced, max_opening_replaced)",
         "merge_identity_swaps": "texts that differ only by their identity (one template's "
         "product pages) are duplicates too",
-        "cjk_replaced": "Chinese: ordinary words (no name by jieba's part-of-speech tags) put "
-        "for others at up to this many places are an edit; a name, or more places, make a "
-        "look-alike (none: any Chinese word put for another makes one)",
+        "cjk_replaced": "Chinese: a noun put for another (a name, product, place, time, by "
+        "jieba's part-of-speech tags) makes a look-alike; other words put for others at up to "
+        "this many places are an edit (none: any Chinese word put for another makes one)",
         "shared_lines_rest": "short texts: the whole lines both hold at their start and end (a "
         "footer, a disclaimer, a signature) are set aside, and what remains must reach this "
         "3-gram Jaccard (or containment) to be a duplicate (none: the whole texts decide)",

@@ -20,11 +20,11 @@ by what differs there:
 - the same words replaced by the same words at each of two or more places (none left as it was):
   a template filled in, identity;
 - Chinese words (more than one character for one) replaced: with no capitals to tell a name
-  from a word, jieba's part-of-speech tags tell it (``names_a_thing``: a person, place,
-  organisation or other proper noun, an abbreviation, a foreign word): identity; ordinary words
-  replaced at more than ``cjk_replaced`` places are a template's slots filled in: identity too;
-  at fewer, an edit (a reworded copy). Japanese (kana), which jieba does not read, and every
-  such place when ``cjk_replaced`` is None: identity;
+  from a word, jieba's part-of-speech tags tell what stands there (``noun_kind``): a noun (a
+  name, a product, a place, a time) put for another is identity; other words (verbs,
+  adjectives, adverbs) put for others at up to ``cjk_replaced`` places are an edit (a reworded
+  copy), at more a template's slots filled in: identity. Japanese (kana), which jieba does not
+  read, and every such place when ``cjk_replaced`` is None: identity;
 - two words or more for two words or more (``hiking boots``, ``robot vacuum``): a template's
   slot, identity; so is the text's first word put for another (what it is about: a package, a
   command);
@@ -93,8 +93,8 @@ _CJK_CHAR = re.compile(f"[{_CJK}]")
 
 class Swap(NamedTuple):
     """One place where two texts hold other tokens, judged identity: ``why`` is ``number``,
-    ``symbol``, ``name``, ``recurring``, ``title``, ``words`` (Chinese words put for others at
-    more places than an edit holds) or ``phrase``."""
+    ``symbol``, ``name``, ``noun`` (a Chinese noun for another), ``recurring``, ``title``,
+    ``words`` (Chinese words put for others at more places than an edit holds) or ``phrase``."""
 
     old: str
     new: str
@@ -213,8 +213,8 @@ def identity_swaps(
     identity (see the module's docstring); empty when the two differ only by edits.
     ``numbers`` False: numbers are ordinary tokens; ``whole`` False: the texts are parts (two
     openings), whose numbers are judged where they align, not over the whole;
-    ``cjk_replaced``: places where ordinary Chinese words stand for others that an edit may
-    hold (None: none, and no name is told from a word)."""
+    ``cjk_replaced``: places where Chinese words other than nouns stand for others that an edit
+    may hold (None: none, and no noun is told from another word)."""
     if old == new:
         return []
     left, left_counts = _tokens(old)
@@ -249,33 +249,42 @@ def identity_swaps(
 
 def cjk_identity(words: Sequence[Swap], ordinary: int | None) -> list[Swap]:
     """Of the places where CJK words stand for others (``Swap.why`` "words"), those that are
-    identity: the ones that name a thing (``names_a_thing``), or all of them when more than
-    ``ordinary`` places name none (or ``ordinary`` is None: simstore 0.4's rule)."""
+    identity: the ones where a noun stands on either side (``noun_kind``: a name, a product, a
+    place, a time), or all of them when more than ``ordinary`` places hold none (or ``ordinary``
+    is None: simstore 0.4's rule)."""
     if len(words) <= MAX_CJK_WORDS:
         return []
     if ordinary is None:
         return list(words)
-    named = [swap for swap in words if names_a_thing(swap.old) or names_a_thing(swap.new)]
-    if len(words) - len(named) > ordinary:
+    kinds = [noun_kind(swap.old) or noun_kind(swap.new) for swap in words]
+    if sum(kind is None for kind in kinds) > ordinary:
         return list(words)
-    return [swap._replace(why="name") for swap in named]
+    return [swap._replace(why=kind) for swap, kind in zip(words, kinds, strict=True) if kind]
 
 
 _NAME_TAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz", "j", "eng"})
 """jieba's tags of a word that names a thing: a person (nr, nrfg, nrt), a place (ns), an
 organisation (nt), another proper noun (nz), an abbreviation (j: 英 for English, 北大), a word in
 Latin letters (eng)."""
+_NOUN_TAGS = frozenset({"n", "ng", "vn", "s", "t"})
+"""jieba's tags of the other nouns: a thing or product (n, ng), an activity (vn: 管理, 设置), a
+place word (s), a time (t): one put for another is what the text is about, not its wording."""
 _KANA = re.compile("[\u3040-\u30ff]")
 
 
 @functools.lru_cache(maxsize=65536)
-def names_a_thing(words: str) -> bool:
-    """Whether CJK characters hold a name by jieba's part-of-speech tags (``_NAME_TAGS``), read
-    without their sentence so that both sides of a pair are read alike; kana (Japanese, which
-    jieba does not read) counts as a name, so Japanese keeps the stricter rule."""
+def noun_kind(words: str) -> str | None:
+    """``"name"`` when CJK characters hold a name by jieba's part-of-speech tags
+    (``_NAME_TAGS``), ``"noun"`` when they hold another noun (``_NOUN_TAGS``), else None (verbs,
+    adjectives, adverbs and the like: a rewording). Read without their sentence, so that both
+    sides of a pair are read alike. Kana (Japanese, which jieba does not read) counts as a name:
+    Japanese keeps the stricter rule."""
     if _KANA.search(words):
-        return True
-    return any(pair.flag in _NAME_TAGS for pair in _tagger().lcut(words, HMM=True))
+        return "name"
+    tags = {pair.flag for pair in _tagger().lcut(words, HMM=True)}
+    if tags & _NAME_TAGS:
+        return "name"
+    return "noun" if tags & _NOUN_TAGS else None
 
 
 @functools.cache

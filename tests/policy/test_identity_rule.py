@@ -95,30 +95,39 @@ def test_an_edited_copy_is_a_duplicate_and_a_filled_template_is_not(
     assert counted.add(REWORDED, key="reworded").inserted
 
 
-# a short Chinese note; its copies put other words in at places inside it (not its last words,
-# which a copy cut short or signed off may replace)
+# a short Chinese note and a review; copies put other words in at places inside them (not their
+# last words, which a copy cut short or signed off may replace)
 MATCH = "周末我们在学校的操场上举行了一场足球比赛，同学们都踢得非常认真，最后大家一起去吃了晚饭。"
 TRIP = "张伟下周一去上海出差，会议结束后他会把项目的进度报告发给大家，请各位注意查收邮件。"
+REVIEW = "刚入手了这款咖啡机，做工很扎实，操作也简单，就是声音有点大，总体来说还算满意。"
 
 
 @pytest.mark.parametrize(
     ("kept", "new", "merged", "reason"),
     [
-        # one ordinary word for another (认真 "earnest" -> 努力 "hard-working"): a reworded copy
+        # an adjective for another (认真 "earnest" -> 努力 "hard-working"): a reworded copy
         (MATCH, MATCH.replace("认真", "努力"), True, None),
-        # ordinary words at two places: a template's slots filled in
+        # words other than nouns at two places: a template's slots filled in
         (
             MATCH,
-            MATCH.replace("操场", "草地").replace("认真", "努力"),
+            MATCH.replace("举行", "组织").replace("认真", "努力"),
             False,
-            "look-alike: '操场' -> '草地' (words); '认真' -> '努力' (words)",
+            "look-alike: '举行' -> '组织' (words); '认真' -> '努力' (words)",
+        ),
+        # a noun for another: another thing (a playground, a lawn; a coffee machine, headphones)
+        (MATCH, MATCH.replace("操场", "草地"), False, "look-alike: '操场' -> '草地' (noun)"),
+        (
+            REVIEW,
+            REVIEW.replace("咖啡机", "无线耳机"),
+            False,
+            "look-alike: '咖啡' -> '无线耳' (noun)",  # (机 is kept: aligned by character)
         ),
         # a person's name, a city's: another trip, not a copy of this one
         (TRIP, TRIP.replace("张伟", "李娜"), False, "look-alike: '张伟' -> '李娜' (name)"),
         (TRIP, TRIP.replace("上海", "广州"), False, "look-alike: '上海' -> '广州' (name)"),
     ],
 )
-def test_a_chinese_word_put_for_another_is_an_edit_and_a_name_is_not(
+def test_a_chinese_word_put_for_another_is_an_edit_and_a_noun_is_not(
     make_store: StoreFactory, kept: str, new: str, merged: bool, reason: str | None
 ) -> None:
     assert _jaccard(compare_normalise(kept), compare_normalise(new)) >= 0.55  # the rule's bar
@@ -138,9 +147,8 @@ def test_a_chinese_word_put_for_another_is_an_edit_and_a_name_is_not(
 
 
 def test_the_policy_line_names_the_chinese_rule_and_a_0_4_recipe_keeps_the_strict_one() -> None:
-    assert "Chinese names by jieba (<= 1 other word(s) an edit)" in MinHashVerification().describe(
-        3
-    )
+    line = MinHashVerification().describe(3)
+    assert "Chinese nouns by jieba (<= 1 other word(s) an edit)" in line
     assert "jieba" not in MinHashVerification(cjk_replaced=None).describe(3)
     # a recipe recorded before the option existed reads as simstore 0.4's rule
     old = json.loads(MinHashVerification().recipe())
@@ -150,11 +158,12 @@ def test_the_policy_line_names_the_chinese_rule_and_a_0_4_recipe_keeps_the_stric
 
 
 def test_japanese_keeps_the_stricter_rule() -> None:
-    from simstore.text.lookalike import names_a_thing
+    from simstore.text.lookalike import noun_kind
 
     # kana: jieba reads no Japanese, so a word of it counts as a name whatever it means
-    assert names_a_thing("ともだち")
-    assert not names_a_thing("认真") and names_a_thing("张伟") and names_a_thing("上海")
+    assert noun_kind("ともだち") == "name"
+    assert noun_kind("认真") is None and noun_kind("张伟") == noun_kind("上海") == "name"
+    assert noun_kind("咖啡机") == "noun"
 
 
 def _manual(version: str, tail: str = "") -> str:
