@@ -300,6 +300,10 @@ def _options(policy: Policy, judged: Judged) -> dict[str, Any]:
         return {"max_distance": judged.distance} if judged.distance > judged.threshold else {}
     places = _PLACES.match(reason)
     if reason.startswith("look-alike") and places is None:
+        # Chinese words other than nouns at more places than an edit holds: that many places
+        words = reason.count(" (words)")
+        if words and words == reason.count(" -> ") and getattr(policy, "cjk_replaced", None):
+            return {"cjk_replaced": words}
         # the identity rule named what differs (a number, a name, ...): merging such swaps is
         # one option
         if getattr(policy, "merge_identity_swaps", True) is False:

@@ -145,3 +145,20 @@ def test_a_candidate_outside_the_window_names_the_keep_that_merges_it() -> None:
         store.add(text, key="old", at=start)
         decision = store.add(text + " again", key="new", at=later)
         assert decision.duplicate_of is not None and decision.duplicate_of.key == "old"
+
+
+def test_chinese_words_at_two_places_name_the_count_that_merges_them() -> None:
+    note = (
+        "周末我们在学校的操场上举行了一场足球比赛，同学们都踢得非常认真，最后大家一起去吃了晚饭。"
+    )
+    reworded = note.replace("举行", "组织").replace("认真", "努力")  # two verbs/adjectives
+    with SimStore("sqlite://") as store:
+        store.add(note, key="old")
+        assert store.add(reworded, key="new").inserted
+        [refused] = gather(store.scope, near_misses=store.near_misses).refused
+    assert refused.merged_by == "cjk_replaced=2 (now 1)"
+    # the independent check: a store with that option merges them
+    with SimStore("sqlite://", policy=MinHashVerification(cjk_replaced=2)) as store:
+        store.add(note, key="old")
+        decision = store.add(reworded, key="new")
+        assert decision.duplicate_of is not None and decision.duplicate_of.key == "old"
