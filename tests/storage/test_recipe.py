@@ -228,6 +228,7 @@ def test_a_recipe_recorded_before_an_option_existed_keeps_its_rule() -> None:
         shared_lines_rest=None,  # lines shared at the end set aside: after 0.4.0
         cjk_titles=False,  # a long CJK text's title words: after 0.4.0
         boilerplate_texts=None,  # the memory of boilerplate: after 0.4.0
+        cjk_replaced=None,  # Chinese nouns told from other words: after 0.4.0
     )
     # a namespace made once typos and containment existed, before long texts' containment:
     # its long texts are still decided by the estimate alone
