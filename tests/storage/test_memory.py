@@ -19,7 +19,8 @@ from simstore.io.handover import LoadRow
 from simstore.policy import batch
 from simstore.policy.boilerplate import line_keys, stored_text
 from simstore.policy.policies import MinHashVerification
-from simstore.storage import namespaces
+from simstore.storage import memory, namespaces
+from simstore.storage.retention import partition_of, utc_naive
 from simstore.storage.schema import fingerprints, minhash_keys, segments
 from simstore.text.edges import MARK, segment_key
 from simstore.text.encoding import to_signed
@@ -263,3 +264,59 @@ def _packed(engine: Engine, ns_id: int, key: str) -> bytes:
                 )
             ).scalar_one()
         )
+
+
+def test_the_window_counts_the_texts_of_its_first_partition(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    # hour partitions: two hours on, the window starts in the footer's texts' partition (they
+    # count, and the copy is found by its message); three hours on, it starts after it
+    with make_store(policy=POLICY, keep="2h") as store:
+        for i, message in enumerate(MESSAGES[:4]):
+            store.add(message + "\n\n" + FOOTER, key=f"old{i}", at=T0)
+        at_edge, past = T0 + timedelta(hours=2), T0 + timedelta(hours=3)
+        store.add(MESSAGES[7], key="lone", at=at_edge)
+        copy = MESSAGES[7] + "\n\n" + FOOTER
+        assert [match.key for match in store.query(copy, now=at_edge)] == ["lone"]
+        assert [match.key for match in store.query(copy, now=past)] == []
+        # what a batch decided elsewhere starts from (simstore.spark): the same window
+        scope = store.scope
+        under = [message + "\n\n" + FOOTER for message in MESSAGES[:4]]
+        assert memory.window_counts(scope, utc_naive(at_edge)) == independent_counts(under)
+        assert memory.window_counts(scope, utc_naive(past)) == {}  # queries count nothing
+
+
+def test_read_counts_reads_the_lines_asked_for_only(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    with make_store(policy=POLICY) as store:
+        for i, message in enumerate(MESSAGES[:3]):
+            store.add(message + "\n" + FOOTER, key=str(i), at=T0)
+        ns_id = store.scope.ns_id
+    message_key = segment_key(POLICY.normalise(MESSAGES[0]))
+    with engine.connect() as conn:
+        assert memory.read_counts(conn, ns_id, [FOOTER_KEY], None) == {FOOTER_KEY: 3}
+        assert memory.read_counts(conn, ns_id, {message_key, 12345}, None) == {message_key: 1}
+
+
+def test_purge_counts_deletes_the_namespace_s_partitions_before_the_cutoff_only(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    text = MESSAGES[0] + "\n" + FOOTER  # three lines: three rows a partition
+    with make_store(policy=POLICY) as purged:
+        for hours in range(3):
+            purged.add(text, key=str(hours), at=T0 + timedelta(hours=hours))
+        ns_id = purged.scope.ns_id
+    with make_store(policy=POLICY, namespace="purge-counts-other") as other:
+        other.add(text, key="0", at=T0)
+        other_id = other.scope.ns_id
+    cutoff = partition_of(utc_naive(T0 + timedelta(hours=2)), 3600)
+    with engine.begin() as conn:
+        assert memory.purge_counts(conn, ns_id, cutoff) == 6
+    with engine.connect() as conn:
+        left = conn.execute(
+            sa.select(segments.c.ns_id, segments.c.part, sa.func.count())
+            .group_by(segments.c.ns_id, segments.c.part)
+            .where(segments.c.ns_id.in_([ns_id, other_id]))
+        ).all()
+    assert sorted(left) == sorted([(ns_id, cutoff, 3), (other_id, cutoff - 2, 3)])
