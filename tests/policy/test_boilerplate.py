@@ -8,7 +8,15 @@ from simstore.errors import InvalidInput
 from simstore.policy import batch
 from simstore.policy.boilerplate import LineCounts, set_aside
 from simstore.policy.policies import MinHashVerification, policy_from_recipe
-from simstore.text.edges import SEGMENT_LENGTH, segment_key, segments, without_lines
+from simstore.text.edges import (
+    MARK,
+    SEGMENT_LENGTH,
+    marked,
+    segment_key,
+    segments,
+    unmarked,
+    without_lines,
+)
 
 FOOTER = (
     "This message and its attachments are confidential and meant for the addressee only.\n"
@@ -137,3 +145,35 @@ def test_a_segment_is_a_line_of_eight_characters_or_more() -> None:
     seven, eight = "abcdefg", "abcdefgh"
     assert segments(f"{seven}\n{eight}") == (segment_key(eight),)
     assert len(eight) == SEGMENT_LENGTH
+
+
+def test_a_line_is_boilerplate_once_exactly_least_earlier_texts_carried_it() -> None:
+    # a line never seen is no boilerplate, even with a memory of one text
+    once = LineCounts(1)
+    assert once.common((7,)) == frozenset()
+    assert [once.see((7,)) for _ in range(2)] == [frozenset(), frozenset({7})]
+    # ``least`` earlier texts are enough, for a query as for an add
+    three = LineCounts(3, {1: 3, 2: 2})
+    assert three.common((1, 2)) == frozenset({1})
+    assert three.see((1, 2)) == frozenset({1})
+
+
+def test_a_line_of_eight_characters_is_set_aside_and_marked_and_enough_to_compare() -> None:
+    # SEGMENT_LENGTH's edge in without_lines and marked, both sides
+    eight, footer = "abcdefgh", "the footer line here"
+    assert len(eight) == SEGMENT_LENGTH
+    assert without_lines(f"a message of words\n{eight}", {segment_key(eight)}) == (
+        "a message of words"
+    )
+    # what remains may be a single line of eight characters, not of seven
+    assert without_lines(f"{eight}\n{footer}", {segment_key(footer)}) == eight
+    assert without_lines(f"{eight[:7]}\n{footer}", {segment_key(footer)}) == (
+        f"{eight[:7]}\n{footer}"
+    )
+    stored = marked(f"{eight}\na message of words", {segment_key(eight)})
+    assert stored == f"{MARK}{eight}\na message of words"
+    assert unmarked(stored) == (
+        "a message of words",
+        f"{eight}\na message of words",
+        frozenset({segment_key(eight)}),
+    )
