@@ -320,3 +320,19 @@ def test_purge_counts_deletes_the_namespace_s_partitions_before_the_cutoff_only(
             .where(segments.c.ns_id.in_([ns_id, other_id]))
         ).all()
     assert sorted(left) == sorted([(ns_id, cutoff, 3), (other_id, cutoff - 2, 3)])
+
+
+def test_a_key_added_again_in_a_batch_leaves_the_texts_after_it_counted(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    with make_store(policy=POLICY) as store:
+        first = MESSAGES[0] + "\n\n" + FOOTER
+        store.add(first, key="0", at=T0)
+        ns_id = store.scope.ns_id
+        after = [message + "\n\n" + FOOTER for message in MESSAGES[1:5]]
+        pairs = [("0", first)] + [(str(i), text) for i, text in enumerate(after, start=1)]
+        decided = list(store.add_many(pairs, at=T0))
+        assert decided[0].replayed
+        assert counted_lines(engine, ns_id) == independent_counts([first, *after])
+        # the footer was boilerplate for the fifth text: it was kept as its message
+        assert store.add(MESSAGES[4], key="bare", at=T0).recorded_as == "4"

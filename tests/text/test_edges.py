@@ -19,3 +19,14 @@ def test_texts_that_share_lines_only_at_their_start_share_no_edges() -> None:
     assert shared_edges("hi all\none\ntwo", "hi all\nthree\nfour") is None
     # nor do texts without any shared line
     assert shared_edges("one\ntwo\nthree", "four\nfive\nsix") is None
+
+
+def test_what_remains_between_the_edges_is_each_text_s_lines_joined_by_spaces() -> None:
+    edges = shared_edges("hi all\none two\nthree\nbest, bob", "hi all\nfour\nfive six\nbest, bob")
+    assert edges is not None
+    assert (edges.leading, edges.trailing, edges.own, edges.other) == (
+        1,
+        1,
+        "one two three",
+        "four five six",
+    )
