@@ -4,14 +4,16 @@ drop."""
 
 from __future__ import annotations
 
+import uuid
 import zlib
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 
 from simstore.errors import InvalidInput
 from simstore.io import handover
@@ -22,9 +24,10 @@ from simstore.policy.policies import MinHashVerification
 from simstore.storage import memory, namespaces
 from simstore.storage.retention import partition_of, utc_naive
 from simstore.storage.schema import fingerprints, minhash_keys, segments
+from simstore.store import SimStore
 from simstore.text.edges import MARK, segment_key
 from simstore.text.encoding import to_signed
-from tests.conftest import StoreFactory
+from tests.conftest import StoreFactory, _fresh_database
 from tests.policy.test_boilerplate import FOOTER, MESSAGES
 
 POLICY = MinHashVerification(boilerplate_texts=3)
@@ -336,3 +339,48 @@ def test_a_key_added_again_in_a_batch_leaves_the_texts_after_it_counted(
         assert counted_lines(engine, ns_id) == independent_counts([first, *after])
         # the footer was boilerplate for the fifth text: it was kept as its message
         assert store.add(MESSAGES[4], key="bare", at=T0).recorded_as == "4"
+
+
+def test_a_batch_s_counts_are_upserted_in_key_order_then_partition(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    # one order for every batch (the module's docstring): adds that carry one line in several
+    # partitions lock its rows alike, never in a cycle; seen in the statements sent
+    with make_store(policy=POLICY) as store:
+        ns_id = store.scope.ns_id
+    sent: list[tuple[int, int]] = []
+
+    def upserted(*args: Any) -> None:
+        context = args[4]
+        if "simstore_segments" in args[2] and context.compiled_parameters:
+            values = context.compiled_parameters[0]
+            rows = sum(name.startswith("segment_m") for name in values)
+            sent.extend((values[f"segment_m{i}"], values[f"part_m{i}"]) for i in range(rows))
+
+    added = Counter({(2, 5): 1, (1, 9): 1, (1, 5): 2, (3, -4): 1})
+    sa.event.listen(engine, "before_cursor_execute", upserted)
+    try:
+        with engine.begin() as conn:
+            memory.write_counts(conn, ns_id, added)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", upserted)
+    assert sent == [(-4, 3), (5, 1), (5, 2), (9, 1)]
+    assert counted_lines(engine, ns_id) == {-4: 1, 5: 3, 9: 1}
+
+
+def test_counts_add_up_on_a_mariadb_url_too() -> None:
+    # SQLAlchemy names the dialect "mariadb" for a mariadb:// URL ("mysql" for mysql://); the
+    # session's MariaDB database, in a namespace of this test's own
+    url = make_url(_fresh_database("mysql")).set(drivername="mariadb+pymysql")
+    mariadb = url.render_as_string(hide_password=False)
+    namespace = f"t-{uuid.uuid4().hex[:12]}"
+    with SimStore(mariadb, namespace=namespace, policy=POLICY, auto_upgrade=True) as store:
+        for i, message in enumerate(MESSAGES[:2]):
+            store.add(message + "\n" + FOOTER, key=str(i), at=T0)
+        assert store.scope.connections.dialect == "mariadb"
+        texts = [message + "\n" + FOOTER for message in MESSAGES[:2]]
+        with store.scope.connections.reading() as conn:
+            assert memory.read_counts(conn, store.scope.ns_id, [FOOTER_KEY], None) == {
+                FOOTER_KEY: 2
+            }
+        assert memory.window_counts(store.scope, utc_naive(T0)) == independent_counts(texts)
