@@ -384,3 +384,16 @@ def test_counts_add_up_on_a_mariadb_url_too() -> None:
                 FOOTER_KEY: 2
             }
         assert memory.window_counts(store.scope, utc_naive(T0)) == independent_counts(texts)
+
+
+def test_counts_of_more_rows_than_one_upsert_holds_are_all_written(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    with make_store(policy=POLICY) as store:
+        ns_id = store.scope.ns_id
+    rows = 2 * memory._UPSERT_ROWS + 1  # three statements
+    added = Counter({(1 + key % 2, key): 1 + key % 3 for key in range(rows)})
+    with engine.begin() as conn:
+        memory.write_counts(conn, ns_id, added)
+        memory.write_counts(conn, ns_id, added)  # added to those there
+    assert counted_lines(engine, ns_id) == {key: 2 * n for (_part, key), n in added.items()}
