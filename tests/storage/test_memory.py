@@ -397,3 +397,17 @@ def test_counts_of_more_rows_than_one_upsert_holds_are_all_written(
         memory.write_counts(conn, ns_id, added)
         memory.write_counts(conn, ns_id, added)  # added to those there
     assert counted_lines(engine, ns_id) == {key: 2 * n for (_part, key), n in added.items()}
+
+
+def test_a_store_without_the_memory_adds_and_queries_texts_of_several_lines_uncounted(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    forgetting = MinHashVerification(boilerplate_texts=None)
+    texts = [message + "\n\n" + FOOTER for message in MESSAGES[:5]]
+    with make_store(policy=forgetting) as store:
+        decided = list(store.add_many([(str(i), t) for i, t in enumerate(texts)], at=T0))
+        assert all(d.inserted for d in decided)
+        assert store.add(texts[0], key="again", at=T0).recorded_as == "0"
+        found = store.query(MESSAGES[4] + "\n\n" + FOOTER, now=T0)
+        assert [match.key for match in found] == ["4"]
+        assert counted_lines(engine, store.scope.ns_id) == {}
