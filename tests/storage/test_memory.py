@@ -411,3 +411,22 @@ def test_a_store_without_the_memory_adds_and_queries_texts_of_several_lines_unco
         found = store.query(MESSAGES[4] + "\n\n" + FOOTER, now=T0)
         assert [match.key for match in found] == ["4"]
         assert counted_lines(engine, store.scope.ns_id) == {}
+
+
+def test_queries_of_one_call_count_each_other_only_in_order(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    # the footer is under two stored texts: a third text under it makes it boilerplate for a
+    # fourth; queries decided apart count nothing, queries in order count the ones before
+    with make_store(policy=POLICY) as store:
+        for i, message in enumerate(MESSAGES[:2]):
+            store.add(message + "\n\n" + FOOTER, key=str(i), at=T0)
+        store.add(MESSAGES[7], key="lone", at=T0)
+        queries = [MESSAGES[5] + "\n\n" + FOOTER, MESSAGES[7] + "\n\n" + FOOTER]
+        apart = store.query_many(queries, now=T0)
+        assert [[match.key for match in found] for found in apart] == [[], []]
+        ordered = store.query_many(queries, now=T0, in_order=True)
+        assert [[match.key for match in found] for found in ordered] == [[], ["lone"]]
+        assert counted_lines(engine, store.scope.ns_id) == independent_counts(
+            [MESSAGES[0] + "\n\n" + FOOTER, MESSAGES[1] + "\n\n" + FOOTER]
+        )
