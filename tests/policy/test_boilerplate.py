@@ -8,7 +8,15 @@ from simstore.errors import InvalidInput
 from simstore.policy import batch
 from simstore.policy.boilerplate import LineCounts, set_aside
 from simstore.policy.policies import MinHashVerification, policy_from_recipe
-from simstore.text.edges import SEGMENT_LENGTH, segment_key, segments, without_lines
+from simstore.text.edges import (
+    MARK,
+    SEGMENT_LENGTH,
+    marked,
+    segment_key,
+    segments,
+    unmarked,
+    without_lines,
+)
 
 FOOTER = (
     "This message and its attachments are confidential and meant for the addressee only.\n"
@@ -66,13 +74,16 @@ def test_setting_aside_again_gives_what_setting_aside_once_gives() -> None:
     # a transaction tried again sets its items aside again, maybe with other counts
     policy = MinHashVerification(boilerplate_texts=1)
     text = MESSAGES[0] + "\n\n" + FOOTER
+    # the footer's lines only (every line common would leave nothing: the text stays whole)
+    footer = [segment_key(policy.normalise(line)) for line in FOOTER.split("\n")]
     (once,) = batch.sign([text], policy=policy)
     (twice,) = batch.sign([text], policy=policy)
-    set_aside(policy, [once], LineCounts(1, dict.fromkeys(segments(once.text), 1)))
+    set_aside(policy, [once], LineCounts(1, dict.fromkeys(footer, 1)))
+    assert once.whole is not None and once.boilerplate == frozenset(footer)
     set_aside(policy, [twice], LineCounts(1))  # nothing common: stays whole
     assert twice.whole is None and twice.boilerplate == frozenset()
-    set_aside(policy, [twice], LineCounts(1, dict.fromkeys(segments(twice.text), 5)))
-    set_aside(policy, [twice], LineCounts(1, dict.fromkeys(segments(twice.text), 5)))
+    set_aside(policy, [twice], LineCounts(1, dict.fromkeys(footer, 5)))
+    set_aside(policy, [twice], LineCounts(1, dict.fromkeys(footer, 5)))
     assert (twice.text, twice.signature, twice.band_keys) == (
         once.text,
         once.signature,
@@ -137,3 +148,35 @@ def test_a_segment_is_a_line_of_eight_characters_or_more() -> None:
     seven, eight = "abcdefg", "abcdefgh"
     assert segments(f"{seven}\n{eight}") == (segment_key(eight),)
     assert len(eight) == SEGMENT_LENGTH
+
+
+def test_a_line_is_boilerplate_once_exactly_least_earlier_texts_carried_it() -> None:
+    # a line never seen is no boilerplate, even with a memory of one text
+    once = LineCounts(1)
+    assert once.common((7,)) == frozenset()
+    assert [once.see((7,)) for _ in range(2)] == [frozenset(), frozenset({7})]
+    # ``least`` earlier texts are enough, for a query as for an add
+    three = LineCounts(3, {1: 3, 2: 2})
+    assert three.common((1, 2)) == frozenset({1})
+    assert three.see((1, 2)) == frozenset({1})
+
+
+def test_a_line_of_eight_characters_is_set_aside_and_marked_and_enough_to_compare() -> None:
+    # SEGMENT_LENGTH's edge in without_lines and marked, both sides
+    eight, footer = "abcdefgh", "the footer line here"
+    assert len(eight) == SEGMENT_LENGTH
+    assert without_lines(f"a message of words\n{eight}", {segment_key(eight)}) == (
+        "a message of words"
+    )
+    # what remains may be a single line of eight characters, not of seven
+    assert without_lines(f"{eight}\n{footer}", {segment_key(footer)}) == eight
+    assert without_lines(f"{eight[:7]}\n{footer}", {segment_key(footer)}) == (
+        f"{eight[:7]}\n{footer}"
+    )
+    stored = marked(f"{eight}\na message of words", {segment_key(eight)})
+    assert stored == f"{MARK}{eight}\na message of words"
+    assert unmarked(stored) == (
+        "a message of words",
+        f"{eight}\na message of words",
+        frozenset({segment_key(eight)}),
+    )

@@ -4,14 +4,16 @@ drop."""
 
 from __future__ import annotations
 
+import uuid
 import zlib
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 
 from simstore.errors import InvalidInput
 from simstore.io import handover
@@ -19,11 +21,13 @@ from simstore.io.handover import LoadRow
 from simstore.policy import batch
 from simstore.policy.boilerplate import line_keys, stored_text
 from simstore.policy.policies import MinHashVerification
-from simstore.storage import namespaces
+from simstore.storage import memory, namespaces
+from simstore.storage.retention import partition_of, utc_naive
 from simstore.storage.schema import fingerprints, minhash_keys, segments
+from simstore.store import SimStore
 from simstore.text.edges import MARK, segment_key
 from simstore.text.encoding import to_signed
-from tests.conftest import StoreFactory
+from tests.conftest import StoreFactory, _fresh_database
 from tests.policy.test_boilerplate import FOOTER, MESSAGES
 
 POLICY = MinHashVerification(boilerplate_texts=3)
@@ -296,4 +300,167 @@ def _packed(engine: Engine, ns_id: int, key: str) -> bytes:
                     fingerprints.c.key == key, fingerprints.c.ns_id == ns_id
                 )
             ).scalar_one()
+        )
+
+
+def test_the_window_counts_the_texts_of_its_first_partition(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    # hour partitions: two hours on, the window starts in the footer's texts' partition (they
+    # count, and the copy is found by its message); three hours on, it starts after it
+    with make_store(policy=POLICY, keep="2h") as store:
+        for i, message in enumerate(MESSAGES[:4]):
+            store.add(message + "\n\n" + FOOTER, key=f"old{i}", at=T0)
+        at_edge, past = T0 + timedelta(hours=2), T0 + timedelta(hours=3)
+        store.add(MESSAGES[7], key="lone", at=at_edge)
+        copy = MESSAGES[7] + "\n\n" + FOOTER
+        assert [match.key for match in store.query(copy, now=at_edge)] == ["lone"]
+        assert [match.key for match in store.query(copy, now=past)] == []
+        # what a batch decided elsewhere starts from (simstore.spark): the same window
+        scope = store.scope
+        under = [message + "\n\n" + FOOTER for message in MESSAGES[:4]]
+        assert memory.window_counts(scope, utc_naive(at_edge)) == independent_counts(under)
+        assert memory.window_counts(scope, utc_naive(past)) == {}  # queries count nothing
+
+
+def test_read_counts_reads_the_lines_asked_for_only(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    with make_store(policy=POLICY) as store:
+        for i, message in enumerate(MESSAGES[:3]):
+            store.add(message + "\n" + FOOTER, key=str(i), at=T0)
+        ns_id = store.scope.ns_id
+    message_key = segment_key(POLICY.normalise(MESSAGES[0]))
+    with engine.connect() as conn:
+        assert memory.read_counts(conn, ns_id, [FOOTER_KEY], None) == {FOOTER_KEY: 3}
+        assert memory.read_counts(conn, ns_id, {message_key, 12345}, None) == {message_key: 1}
+
+
+def test_purge_counts_deletes_the_namespace_s_partitions_before_the_cutoff_only(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    text = MESSAGES[0] + "\n" + FOOTER  # three lines: three rows a partition
+    with make_store(policy=POLICY) as purged:
+        for hours in range(3):
+            purged.add(text, key=str(hours), at=T0 + timedelta(hours=hours))
+        ns_id = purged.scope.ns_id
+    with make_store(policy=POLICY, namespace="purge-counts-other") as other:
+        other.add(text, key="0", at=T0)
+        other_id = other.scope.ns_id
+    cutoff = partition_of(utc_naive(T0 + timedelta(hours=2)), 3600)
+    with engine.begin() as conn:
+        assert memory.purge_counts(conn, ns_id, cutoff) == 6
+    with engine.connect() as conn:
+        left = conn.execute(
+            sa.select(segments.c.ns_id, segments.c.part, sa.func.count())
+            .group_by(segments.c.ns_id, segments.c.part)
+            .where(segments.c.ns_id.in_([ns_id, other_id]))
+        ).all()
+    assert sorted(left) == sorted([(ns_id, cutoff, 3), (other_id, cutoff - 2, 3)])
+
+
+def test_a_key_added_again_in_a_batch_leaves_the_texts_after_it_counted(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    with make_store(policy=POLICY) as store:
+        first = MESSAGES[0] + "\n\n" + FOOTER
+        store.add(first, key="0", at=T0)
+        ns_id = store.scope.ns_id
+        after = [message + "\n\n" + FOOTER for message in MESSAGES[1:5]]
+        pairs = [("0", first)] + [(str(i), text) for i, text in enumerate(after, start=1)]
+        decided = list(store.add_many(pairs, at=T0))
+        assert decided[0].replayed
+        assert counted_lines(engine, ns_id) == independent_counts([first, *after])
+        # the footer was boilerplate for the fifth text: it was kept as its message
+        assert store.add(MESSAGES[4], key="bare", at=T0).recorded_as == "4"
+
+
+def test_a_batch_s_counts_are_upserted_in_key_order_then_partition(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    # one order for every batch (the module's docstring): adds that carry one line in several
+    # partitions lock its rows alike, never in a cycle; seen in the statements sent
+    with make_store(policy=POLICY) as store:
+        ns_id = store.scope.ns_id
+    sent: list[tuple[int, int]] = []
+
+    def upserted(*args: Any) -> None:
+        context = args[4]
+        if "simstore_segments" in args[2] and context.compiled_parameters:
+            values = context.compiled_parameters[0]
+            rows = sum(name.startswith("segment_m") for name in values)
+            sent.extend((values[f"segment_m{i}"], values[f"part_m{i}"]) for i in range(rows))
+
+    added = Counter({(2, 5): 1, (1, 9): 1, (1, 5): 2, (3, -4): 1})
+    sa.event.listen(engine, "before_cursor_execute", upserted)
+    try:
+        with engine.begin() as conn:
+            memory.write_counts(conn, ns_id, added)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", upserted)
+    assert sent == [(-4, 3), (5, 1), (5, 2), (9, 1)]
+    assert counted_lines(engine, ns_id) == {-4: 1, 5: 3, 9: 1}
+
+
+def test_counts_add_up_on_a_mariadb_url_too() -> None:
+    # SQLAlchemy names the dialect "mariadb" for a mariadb:// URL ("mysql" for mysql://); the
+    # session's MariaDB database, in a namespace of this test's own
+    url = make_url(_fresh_database("mysql")).set(drivername="mariadb+pymysql")
+    mariadb = url.render_as_string(hide_password=False)
+    namespace = f"t-{uuid.uuid4().hex[:12]}"
+    with SimStore(mariadb, namespace=namespace, policy=POLICY, auto_upgrade=True) as store:
+        for i, message in enumerate(MESSAGES[:2]):
+            store.add(message + "\n" + FOOTER, key=str(i), at=T0)
+        assert store.scope.connections.dialect == "mariadb"
+        texts = [message + "\n" + FOOTER for message in MESSAGES[:2]]
+        with store.scope.connections.reading() as conn:
+            assert memory.read_counts(conn, store.scope.ns_id, [FOOTER_KEY], None) == {
+                FOOTER_KEY: 2
+            }
+        assert memory.window_counts(store.scope, utc_naive(T0)) == independent_counts(texts)
+
+
+def test_counts_of_more_rows_than_one_upsert_holds_are_all_written(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    with make_store(policy=POLICY) as store:
+        ns_id = store.scope.ns_id
+    rows = 2 * memory._UPSERT_ROWS + 1  # three statements
+    added = Counter({(1 + key % 2, key): 1 + key % 3 for key in range(rows)})
+    with engine.begin() as conn:
+        memory.write_counts(conn, ns_id, added)
+        memory.write_counts(conn, ns_id, added)  # added to those there
+    assert counted_lines(engine, ns_id) == {key: 2 * n for (_part, key), n in added.items()}
+
+
+def test_a_store_without_the_memory_adds_and_queries_texts_of_several_lines_uncounted(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    forgetting = MinHashVerification(boilerplate_texts=None)
+    texts = [message + "\n\n" + FOOTER for message in MESSAGES[:5]]
+    with make_store(policy=forgetting) as store:
+        decided = list(store.add_many([(str(i), t) for i, t in enumerate(texts)], at=T0))
+        assert all(d.inserted for d in decided)
+        assert store.add(texts[0], key="again", at=T0).recorded_as == "0"
+        found = store.query(MESSAGES[4] + "\n\n" + FOOTER, now=T0)
+        assert [match.key for match in found] == ["4"]
+        assert counted_lines(engine, store.scope.ns_id) == {}
+
+
+def test_queries_of_one_call_count_each_other_only_in_order(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    # the footer is under two stored texts: a third text under it makes it boilerplate for a
+    # fourth; queries decided apart count nothing, queries in order count the ones before
+    with make_store(policy=POLICY) as store:
+        for i, message in enumerate(MESSAGES[:2]):
+            store.add(message + "\n\n" + FOOTER, key=str(i), at=T0)
+        store.add(MESSAGES[7], key="lone", at=T0)
+        queries = [MESSAGES[5] + "\n\n" + FOOTER, MESSAGES[7] + "\n\n" + FOOTER]
+        apart = store.query_many(queries, now=T0)
+        assert [[match.key for match in found] for found in apart] == [[], []]
+        ordered = store.query_many(queries, now=T0, in_order=True)
+        assert [[match.key for match in found] for found in ordered] == [[], ["lone"]]
+        assert counted_lines(engine, store.scope.ns_id) == independent_counts(
+            [MESSAGES[0] + "\n\n" + FOOTER, MESSAGES[1] + "\n\n" + FOOTER]
         )
