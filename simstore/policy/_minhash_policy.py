@@ -152,8 +152,9 @@ class MinHashVerification(Policy):
     # the identity rule in Chinese: a noun put for another (a name, a product, a place, a time,
     # by jieba's part-of-speech tags: ``lookalike.noun_kind``) makes a look-alike; other words
     # (verbs, adjectives, adverbs) put for others at up to this many places are an edit (a
-    # reworded copy), at more a template filled in. None: any Chinese word put for another makes
-    # a look-alike (simstore 0.4's rule)
+    # reworded copy), at more a template filled in; words put for others at four places or
+    # more, none a name, are a copy reworded throughout (``lookalike.SCATTERED``). None: any
+    # Chinese word put for another makes a look-alike (simstore 0.4's rule)
     cjk_replaced: int | None = 1
     # short texts the rule would merge: the whole lines both hold at their end (a footer, a
     # disclaimer, a signature) and, with them, at their start (a greeting) are set aside, and

@@ -66,7 +66,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "product pages) are duplicates too",
         "cjk_replaced": "Chinese: a noun put for another (a name, product, place, time, by "
         "jieba's part-of-speech tags) makes a look-alike; other words put for others at up to "
-        "this many places are an edit (none: any Chinese word put for another makes one)",
+        "this many places are an edit, as are words at four places or more, none a name (none: "
+        "any Chinese word put for another makes a look-alike)",
         "shared_lines_rest": "short texts: the whole lines both hold at their start and end (a "
         "footer, a disclaimer, a signature) are set aside, and what remains must reach this "
         "3-gram Jaccard (or containment) to be a duplicate (none: the whole texts decide)",

@@ -23,8 +23,10 @@ by what differs there:
   from a word, jieba's part-of-speech tags tell what stands there (``noun_kind``): a noun (a
   name, a product, a place, a time) put for another is identity; other words (verbs,
   adjectives, adverbs) put for others at up to ``cjk_replaced`` places are an edit (a reworded
-  copy), at more a template's slots filled in: identity. Japanese (kana), which jieba does not
-  read, and every such place when ``cjk_replaced`` is None: identity;
+  copy), at more a template's slots filled in: identity; at ``SCATTERED`` places or more, none
+  of them a name, the copy is reworded throughout (a template has fewer slots): an edit.
+  Japanese (kana), which jieba does not read, and every such place when ``cjk_replaced`` is
+  None: identity;
 - two words or more for two words or more (``hiking boots``, ``robot vacuum``): a template's
   slot, identity; so is the text's first word put for another (what it is about: a package, a
   command);
@@ -256,12 +258,23 @@ def cjk_identity(words: Sequence[Swap], ordinary: int | None) -> list[Swap]:
         return []
     if ordinary is None:
         return list(words)
-    kinds = [noun_kind(swap.old) or noun_kind(swap.new) for swap in words]
+    kinds = [_stronger(noun_kind(swap.old), noun_kind(swap.new)) for swap in words]
+    if len(words) >= SCATTERED and "name" not in kinds:
+        return []  # other words at many places, each once, no name: a reworded copy
     if sum(kind is None for kind in kinds) > ordinary:
         return list(words)
     return [swap._replace(why=kind) for swap, kind in zip(words, kinds, strict=True) if kind]
 
 
+def _stronger(own: str | None, other: str | None) -> str | None:
+    """What a place where two words stand for each other holds: a name if either is one."""
+    return "name" if "name" in (own, other) else own or other
+
+
+SCATTERED = 4
+"""Places where Chinese words stand for others, none of them a name, each once, from which a
+copy is reworded or corrupted throughout rather than a template filled in (a template's slots
+are few: a product, a place, a time)."""
 _NAME_TAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz", "j", "eng"})
 """jieba's tags of a word that names a thing: a person (nr, nrfg, nrt), a place (ns), an
 organisation (nt), another proper noun (nz), an abbreviation (j: 英 for English, 北大), a word in

@@ -146,6 +146,39 @@ def test_a_chinese_word_put_for_another_is_an_edit_and_a_noun_is_not(
     assert strict.add(new, key="new").inserted
 
 
+# a Chinese report, and a copy of it with nouns replaced at four places, each once (a reworded
+# or corrupted copy: a template's slots are fewer)
+NEWS = (
+    "今年夏天，学校组织学生去农村参加社会实践活动。同学们白天帮助农民收割庄稼，晚上在教室里整理"
+    "调查报告。老师说，这样的活动能让学生了解社会，也能培养他们的责任感。很多家长也表示支持，希望"
+    "以后每年都能举办。"
+)
+NEWS_REWORDED = (
+    NEWS.replace("农村", "乡下")
+    .replace("庄稼", "粮食")
+    .replace("教室", "宿舍")
+    .replace("家长", "父母")
+)
+
+
+def test_chinese_words_replaced_at_many_places_are_a_reworded_copy_unless_one_is_a_name(
+    make_store: StoreFactory,
+) -> None:
+    assert _jaccard(compare_normalise(NEWS), compare_normalise(NEWS_REWORDED)) >= 0.55
+    store = make_store()
+    store.add(NEWS, key="news")
+    copy = store.add(NEWS_REWORDED, key="reworded")
+    assert copy.duplicate_of is not None and copy.duplicate_of.key == "news"
+    # one more place where a city's name stands for a school: another school's report
+    named = store.add(NEWS_REWORDED.replace("学校", "北京"), key="named")
+    assert named.inserted, named.duplicate_of
+    [judged] = [j for j in store.near_misses("named") if j.key == "news"]
+    assert judged.reason.startswith("look-alike: '学校' -> '北京' (name); '农村' -> '乡下' (noun)")
+    # three places are a template's slots: kept apart
+    three = NEWS.replace("农村", "乡下").replace("庄稼", "粮食").replace("教室", "宿舍")
+    assert store.add(three, key="three").inserted
+
+
 def test_the_policy_line_names_the_chinese_rule_and_a_0_4_recipe_keeps_the_strict_one() -> None:
     line = MinHashVerification().describe(3)
     assert "Chinese nouns by jieba (<= 1 other word(s) an edit)" in line
