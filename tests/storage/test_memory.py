@@ -96,12 +96,18 @@ def test_add_many_decides_and_counts_as_the_adds_do(
         assert counted_lines(engine, ns_id) == before
 
 
+def _four_under_the_footer(store: SimStore) -> None:
+    """Four messages under one footer, added at ``T0`` as ``old0``..``old3``: the footer is
+    boilerplate for the texts after them."""
+    for i, message in enumerate(MESSAGES[:4]):
+        store.add(message + "\n\n" + FOOTER, key=f"old{i}", at=T0)
+
+
 def test_counts_outside_the_keep_window_do_not_count_and_purge_drops_them(
     make_store: StoreFactory, engine: Engine
 ) -> None:
     with make_store(policy=POLICY, keep="2h") as store:
-        for i, message in enumerate(MESSAGES[:4]):
-            store.add(message + "\n\n" + FOOTER, key=f"old{i}", at=T0)
+        _four_under_the_footer(store)
         later = T0 + timedelta(hours=5)
         # five hours on, the footer's four texts are outside the window: not boilerplate, and
         # a copy under it of a message kept alone is not found (its message is half its text)
@@ -309,8 +315,7 @@ def test_the_window_counts_the_texts_of_its_first_partition(
     # hour partitions: two hours on, the window starts in the footer's texts' partition (they
     # count, and the copy is found by its message); three hours on, it starts after it
     with make_store(policy=POLICY, keep="2h") as store:
-        for i, message in enumerate(MESSAGES[:4]):
-            store.add(message + "\n\n" + FOOTER, key=f"old{i}", at=T0)
+        _four_under_the_footer(store)
         at_edge, past = T0 + timedelta(hours=2), T0 + timedelta(hours=3)
         store.add(MESSAGES[7], key="lone", at=at_edge)
         copy = MESSAGES[7] + "\n\n" + FOOTER
