@@ -44,8 +44,10 @@ from simstore.text.lookalike import (
     Swap,
     context,
     identity_swaps,
+    mostly_cjk,
     names_of,
     sketch_swaps,
+    tokens,
 )
 from simstore.text.lookalike import sketch as number_sketch
 from simstore.text.normalise import compare_normalise, compare_normalise_many
@@ -388,7 +390,9 @@ class MinHashVerification(Policy):
         names = item.context.names
         if item.text is not None:
             return number_sketch("", names, numbers=False) if names else None
-        titles = self.cjk_titles and item.mostly_cjk
+        # (by tokens: a Chinese man page full of options is mostly CJK by its words, not its
+        # characters)
+        titles = self.cjk_titles and mostly_cjk(tokens(item.normalised or ""))
         return number_sketch(item.normalised or "", names, titles=titles)
 
     def _context(self, item: Item) -> Context:
@@ -659,7 +663,8 @@ class MinHashVerification(Policy):
                 cjk_replaced=self.cjk_replaced,
             ),
         ]
-        return swaps + min(found, key=len)
+        named = {(swap.old, swap.new) for swap in swaps}  # (a title named by the sketch too)
+        return swaps + [swap for swap in min(found, key=len) if (swap.old, swap.new) not in named]
 
     def _sketch(self, side: Item | Kept) -> tuple[str, ...] | None:
         if side.text is not None:

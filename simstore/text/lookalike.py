@@ -236,10 +236,13 @@ def identity_swaps(
         end_left, end_right = block.a + block.size, block.b + block.size
     recurring = Counter(gaps)
     joined = "".join(left)
+    latin_names = mostly_cjk(left)
     words: list[Swap] = []  # CJK words replaced: judged together (cjk_identity)
     last = len(gaps) - 1
     for index, ((a, b), at) in enumerate(zip(gaps, starts, strict=True)):
-        why = _judge(a, b, ctx, typos, numbers, recurring, left_counts, right_counts, joined, at)
+        why = _judge(
+            a, b, ctx, typos, numbers, recurring, left_counts, right_counts, joined, at, latin_names
+        )
         if why in ("words", "phrase") and index == last and at + len(b) == len(right):
             continue  # the end: a marker put for the text cut short (未完), a sign-off
         if why is not None:
@@ -324,9 +327,11 @@ def _judge(
     right_counts: Counter[str],
     old_text: str,
     at: int,
+    latin_names: bool = False,
 ) -> str | None:
     """Why the place where ``a`` (old) stands as ``b`` (new) is identity, or None (an edit);
-    ``old_text``: the old text's CJK characters run together."""
+    ``old_text``: the old text's CJK characters run together; ``latin_names``: the old text is
+    mostly CJK (``mostly_cjk``), its words in Latin letters names."""
     cjk = all(map(_is_cjk, (*a, *b)))
     if cjk and not (numbers and _numbers(a) != _numbers(b)):
         # CJK characters are common to many words, so they are not told moved by being found
@@ -376,6 +381,8 @@ def _judge(
         return None
     if any(t in ctx.names for t in came):
         return "name"
+    if latin_names and _latin_words(gone, came):
+        return "name"  # a word in Latin letters in a Chinese text: a command, a product
     if (
         recurring[(a, b)] >= 2
         and all(right_counts[t] == 0 for t in gone)
@@ -488,12 +495,22 @@ def title_words(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def mostly_cjk(found: Sequence[str]) -> bool:
+    """Whether most of a text's tokens (``tokens``) are CJK characters: a text mostly in Chinese
+    or Japanese, whose words in Latin letters are names (commands, products, packages)."""
+    return 2 * sum(1 for t in found if _is_cjk(t)) > len(found)
+
+
+def _latin_words(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether both sides of a place are words in Latin letters (no CJK, no digit)."""
+    return bool(a and b) and all(t.isascii() and t.isalpha() and len(t) > 1 for t in (*a, *b))
+
+
 def _identifiers(text: str) -> set[str]:
     """A text's identifier-like tokens without digits (``c++``, ``--verbose``, ``aspell-da``)
     and, in a text mostly in Chinese or Japanese, its words in Latin letters (commands, names)."""
     found = _TOKEN.findall(text)
-    cjk = sum(1 for t in found if _is_cjk(t))
-    latin = 2 * cjk > len(found)
+    latin = mostly_cjk(found)
     return {
         t
         for t in found

@@ -29,7 +29,7 @@ from simstore.policy.policies import (
     policy_with,
 )
 from simstore.store import SimStore
-from simstore.text.lookalike import title_words
+from simstore.text.lookalike import title_words, tokens
 from simstore.text.normalise import compare_normalise
 from tests.conftest import StoreFactory
 
@@ -402,3 +402,49 @@ def test_a_typo_inside_an_identifiers_part_is_an_edit(make_store: StoreFactory) 
     assert other.inserted, other.duplicate_of
     [judged] = [j for j in store.near_misses("ssh") if j.key == "ssl"]
     assert judged.reason == "look-alike: 'python3-ssl' -> 'python3-ssh' (symbol)"
+
+
+# a Chinese script note naming the language it is written in (python): a word in Latin letters
+SCRIPT = (
+    "这个脚本是用 python 写的，每天早上自动整理服务器上的日志文件，再把统计结果发到大家的邮箱里。"
+)
+
+
+def test_a_word_in_latin_letters_in_a_chinese_text_is_a_name(make_store: StoreFactory) -> None:
+    store = make_store()
+    store.add(SCRIPT, key="python")
+    other = store.add(SCRIPT.replace("python", "ruby"), key="ruby")  # another script
+    assert other.inserted, other.duplicate_of
+    [judged] = store.near_misses("ruby")
+    assert judged.reason == "look-alike: 'python' -> 'ruby' (name)"
+    typo = store.add(SCRIPT.replace("python", "pyhton"), key="typo")  # two letters swapped
+    assert typo.duplicate_of is not None and typo.duplicate_of.key == "python"
+
+
+def _mixed_manual(command: str) -> str:
+    # a Chinese manual page full of options: most of its words are CJK characters, most of its
+    # characters are not (the test checks both), and it is long (over 700 normalised characters)
+    options = "".join(
+        f"选项 -{c} --opt{c * 3} 设置第{n}项参数的值。"
+        for n, c in enumerate("abcdefghijklmnopqrstuvwxyzABCDEF")
+    )
+    return f"名称 {command} 创建文件系统 {options} 该命令 {command} 会调用相应的程序。"
+
+
+def test_a_long_chinese_text_mostly_in_latin_characters_keeps_its_command_apart(
+    make_store: StoreFactory,
+) -> None:
+    mkfs = compare_normalise(_mixed_manual("mkfs"))
+    words = tokens(mkfs)
+    cjk = sum(1 for word in words if len(word) == 1 and "\u4e00" <= word <= "\u9fff")
+    assert 2 * cjk > len(words)  # mostly CJK by its words
+    assert 2 * cjk < len(mkfs) - mkfs.count(" ")  # not by its characters
+    store = make_store()
+    _long_pair_kept_apart(
+        store,
+        _mixed_manual("mkfs"),
+        _mixed_manual("fsck"),
+        "look-alike: 'mkfs' -> 'fsck' (title)",
+    )
+    longer = store.add(_mixed_manual("mkfs") + "请注意备份数据。", key="longer")  # a sentence added
+    assert longer.duplicate_of is not None and longer.duplicate_of.key == "old"
