@@ -15,8 +15,10 @@ by what differs there:
 - a typo (a small edit inside a word or across the place, one CJK character for another): an edit;
 - a token with a symbol in it (``aspell-da``, ``usr/bin``, ``--verbose``) replaced by another
   that is no typo of it: identity;
-- a word written with capitals inside a sentence of a text mostly in lowercase (``Context``): a
-  name, identity;
+- a word written with capitals inside a sentence of a text mostly in lowercase, or first in an
+  attribution (``-- Polish proverb``) (``Context``): a name, identity; so is a word in Latin
+  letters put for another in a text mostly in Chinese or Japanese by its tokens (``mostly_cjk``:
+  ``python`` for ``ruby``, a command in a manual page);
 - the same words replaced by the same words at each of two or more places (none left as it was):
   a template filled in, identity;
 - Chinese words (more than one character for one) replaced: with no capitals to tell a name
@@ -65,6 +67,9 @@ _SYMBOL = re.compile(r"[\W_]")
 _DIGIT = re.compile(r"\d")
 # a raw text's sentences: split after an end mark followed by a space, or at a line break
 _SENTENCES = re.compile(r"(?<=[.!?:;])\s+|\n+|(?<=[。！？；])")
+# a line that opens with a dash names who said or wrote the text above it (-- Chinese proverb,
+# — Mark Twain): its first word is a name's, not a sentence's start
+_ATTRIBUTION = re.compile(r"\s*(?:--|[—―])")
 _RAW_TOKEN = re.compile(
     rf"\w+(?:[-./+#](?=[^\W_{_CJK}])\w+)*",
 )
@@ -190,7 +195,8 @@ def context(raw: str) -> Context:
     seen = 0
     for sentence in _SENTENCES.split(head):
         found = _RAW_TOKEN.findall(sentence)
-        for position, token in enumerate(found):
+        start = 1 if _ATTRIBUTION.match(sentence) else 0
+        for position, token in enumerate(found, start=start):
             seen += 1
             if token[0].isupper():
                 starts += 1

@@ -29,7 +29,7 @@ from simstore.policy.policies import (
     policy_with,
 )
 from simstore.store import SimStore
-from simstore.text.lookalike import title_words, tokens
+from simstore.text.lookalike import context, title_words, tokens
 from simstore.text.normalise import compare_normalise
 from tests.conftest import StoreFactory
 
@@ -448,3 +448,20 @@ def test_a_long_chinese_text_mostly_in_latin_characters_keeps_its_command_apart(
     )
     longer = store.add(_mixed_manual("mkfs") + "请注意备份数据。", key="longer")  # a sentence added
     assert longer.duplicate_of is not None and longer.duplicate_of.key == "old"
+
+
+PROVERB = "If there is no wind, row.\n\t\t-- Polish proverb"
+
+
+def test_the_first_word_of_an_attribution_is_a_name(make_store: StoreFactory) -> None:
+    store = make_store()
+    store.add(PROVERB, key="polish")
+    other = store.add(PROVERB.replace("Polish", "Czech"), key="czech")  # another people's saying
+    assert other.inserted, other.duplicate_of
+    [judged] = store.near_misses("czech")
+    assert judged.reason == "look-alike: 'polish' -> 'czech' (name)"
+    reworded = store.add(PROVERB.replace("row", "paddle"), key="reworded")  # an ordinary word
+    assert reworded.duplicate_of is not None and reworded.duplicate_of.key == "polish"
+    # a line's first word after a dash of a list is a sentence's start, not a name
+    assert "install" not in context("Steps:\n- Install the package and restart it.").names
+    assert "mark" in context("Never put off till tomorrow.\n\u2014 Mark Twain").names
