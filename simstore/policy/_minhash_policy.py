@@ -393,7 +393,7 @@ class MinHashVerification(Policy):
         # (by tokens: a Chinese man page full of options is mostly CJK by its words, not its
         # characters)
         titles = self.cjk_titles and mostly_cjk(tokens(item.normalised or ""))
-        return number_sketch(item.normalised or "", names, titles=titles)
+        return number_sketch(item.normalised or "", names, titles=titles, skeleton=True)
 
     def _context(self, item: Item) -> Context:
         """The item's ``Context``: made when it was planned, or read from its signature (a kept

@@ -80,6 +80,7 @@ SKETCH_SPLIT = "/"  # between a sketch's parts (no number or name is "/")
 NAMES = 12  # names a sketch keeps
 TOPS = 4  # most frequent names and identifiers a long text's sketch keeps, with their counts
 COUNT_MARK = "*"  # between such a token and its count
+SKELETON = "skeleton"  # a Swap's why: two long texts of one skeleton (``skeleton_digests``)
 # a long text mostly in Chinese or Japanese: the first words in Latin letters of its opening (a
 # command, a product: what it is about) that its sketch keeps, and the characters they are read from
 TITLES = 4
@@ -96,6 +97,7 @@ _DIGITS = re.compile(r"\d+")
 _SEGMENTS = re.compile(r"[\W_]+")
 INNER_EDIT_LENGTH = 3  # an identifier's part of this many letters may hold a typo inside it
 _CJK_CHAR = re.compile(f"[{_CJK}]")
+_WORDLIKE = re.compile(r"[^\W_]")  # a letter, a digit or a CJK character
 
 
 class Swap(NamedTuple):
@@ -108,6 +110,8 @@ class Swap(NamedTuple):
     why: str
 
     def __str__(self) -> str:
+        if self.why == SKELETON:
+            return "nothing but names, numbers or symbols differ (skeleton)"
         return f"{self.old or '-'!r} -> {self.new or '-'!r} ({self.why})"
 
 
@@ -462,14 +466,16 @@ def sketch(
     size: int = SKETCH,
     numbers: bool = True,
     titles: bool = False,
+    skeleton: bool = False,
 ) -> tuple[str, ...]:
     """What a signature keeps of a text for the look-alike rule: its numbers (``1.2.3``,
     ``2024``: digit runs joined by ``.-/``) as two bottom-k samples of ``size // 2`` each, in
     hash order (the versions and dates, numbers of several parts, which a template's fill
     changes; then the plain numbers), then up to ``NAMES`` of the text's names (``Context``),
     each part after ``SKETCH_SPLIT``, then its ``TOPS`` most frequent identifiers and, with
-    ``titles``, its ``title_words``. ``numbers`` False: the names alone (a short text, whose
-    numbers are read from the text it keeps)."""
+    ``titles``, its ``title_words``; with ``skeleton``, its ``skeleton_digests`` last (after an
+    empty titles part without ``titles``). ``numbers`` False: the names alone (a short text,
+    whose numbers are read from the text it keeps)."""
     half = size // 2
     found = set(_NUMBER.findall(text)) if numbers else set()
     parts = sorted((n for n in found if not n.isdigit()), key=_order)[:half]
@@ -485,7 +491,42 @@ def sketch(
         if n >= (2 if t in identifiers else 3) and len(t) > 1
     ]
     found_tops = (*parts, SKETCH_SPLIT, *plain, SKETCH_SPLIT, *kept_names, SKETCH_SPLIT, *tops)
-    return (*found_tops, SKETCH_SPLIT, *title_words(text)) if titles else found_tops
+    titled = (*found_tops, SKETCH_SPLIT, *title_words(text)) if titles else found_tops
+    if not skeleton:
+        return titled
+    if not titles:
+        titled = (*titled, SKETCH_SPLIT)  # (no title words: the skeleton's part comes after)
+    return (*titled, SKETCH_SPLIT, *skeleton_digests(text, frozenset(names)))
+
+
+def skeleton_digests(text: str, names: frozenset[str]) -> tuple[str, str]:
+    """Two digests of a comparison text (CRC-32, in hex): of its tokens' skeletons
+    (``_skeleton``) and of its tokens, those without a letter or digit left out (white space
+    between CJK characters, a table's frame: layout). Two texts of one skeleton that are not
+    one text differ only by their identity: names, numbers, symbols, options (a template filled
+    in twice, nothing edited)."""
+    found = [token for token in _TOKEN.findall(text) if _WORDLIKE.search(token)]
+    latin_names = mostly_cjk(found)
+    skeleton = " ".join(_skeleton(token, names, latin_names) for token in found)
+    return f"{_hash(skeleton):08x}", f"{_hash(' '.join(found)):08x}"
+
+
+def _skeleton(token: str, names: frozenset[str], latin_names: bool) -> str:
+    """A token with its identity masked: an option (``-v``, ``--verbose``) as ``-``, a number's
+    digit runs as 0 (``2.3``: ``0.0``), a name as ``N``, a word in Latin letters of a text mostly
+    in Chinese or Japanese as ``L``, an identifier without its symbols (``c++``: ``c``)."""
+    if _is_cjk(token):
+        return token
+    if token.startswith("-") and len(token) > 1:
+        return "-"
+    if _DIGIT.search(token):
+        return _DIGITS.sub("0", token)
+    letters = _letters(token)
+    if token in names or letters in names:  # (C++ is read as the name C in a raw text)
+        return "N"
+    if latin_names and letters.isascii() and letters.isalpha():
+        return "L"
+    return letters or token
 
 
 def title_words(text: str) -> tuple[str, ...]:
@@ -561,6 +602,10 @@ def sketch_swaps(
         came_names = [t for t in came if not any(_is_typo((u,), (t,), typos) for u in gone)]
         if len(gone_names) == len(came_names) == 1:  # one name for one name
             return [Swap(gone_names[0], came_names[0], "name")]
+    if len(old_parts) > 5 and len(new_parts) > 5:
+        old_skeleton, new_skeleton = old_parts[5], new_parts[5]
+        if old_skeleton[:1] == new_skeleton[:1] and old_skeleton != new_skeleton:
+            return [Swap("", "", SKELETON)]
     return []
 
 

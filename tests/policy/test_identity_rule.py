@@ -29,7 +29,7 @@ from simstore.policy.policies import (
     policy_with,
 )
 from simstore.store import SimStore
-from simstore.text.lookalike import context, title_words, tokens
+from simstore.text.lookalike import context, skeleton_digests, title_words, tokens
 from simstore.text.normalise import compare_normalise
 from tests.conftest import StoreFactory
 
@@ -346,10 +346,15 @@ def test_a_long_chinese_text_with_another_command_in_its_title_is_kept_apart(
     edited = (_BODY[0], _BODY[1].replace("块数", "快数"), *_BODY[2:])
     copy = store.add(_chinese_manual("mkfs", edited), key="edited")
     assert copy.duplicate_of is not None and copy.duplicate_of.key == "old"
-    # without the option (simstore 0.4's rule), nothing in its signature tells the two apart
+    # another command in an edited copy: only the title words tell it apart (the two texts'
+    # skeletons differ by the edit); without the option (simstore 0.4's rule), nothing does
+    fsck_edited = _chinese_manual("fsck", edited)
+    titled = make_store(namespace="titled")
+    titled.add(mkfs, key="mkfs")
+    assert titled.add(fsck_edited, key="fsck").inserted
     before = make_store(namespace="before", policy=MinHashVerification(cjk_titles=False))
     before.add(mkfs, key="mkfs")
-    assert before.add(fsck, key="fsck").duplicate_of is not None
+    assert before.add(fsck_edited, key="fsck").duplicate_of is not None
 
 
 # The title rule's definition (``lookalike.title_words``): a long text's title words are the first
@@ -465,3 +470,61 @@ def test_the_first_word_of_an_attribution_is_a_name(make_store: StoreFactory) ->
     # a line's first word after a dash of a list is a sentence's start, not a name
     assert "install" not in context("Steps:\n- Install the package and restart it.").names
     assert "mark" in context("Never put off till tomorrow.\n\u2014 Mark Twain").names
+
+
+@pytest.mark.parametrize(
+    ("old_tail", "new_tail", "what"),
+    [
+        (
+            " Its plugins are written in C++ and Python.",
+            " Its plugins are written in C and Python.",
+            "a symbol",
+        ),
+        (
+            " Run it with --verbose to see each step.",
+            " Run it with -v to see each step.",
+            "an option",
+        ),
+    ],
+)
+def test_long_texts_that_differ_only_past_their_opening_by_identity_are_kept_apart(
+    make_store: StoreFactory, old_tail: str, new_tail: str, what: str
+) -> None:
+    old, new = _manual("2.3", old_tail), _manual("2.3", new_tail)
+    assert old.index(old_tail) > 500  # past the opening a long text's signature carries
+    store = make_store()
+    _long_pair_kept_apart(
+        store, old, new, "look-alike: nothing but names, numbers or symbols differ (skeleton)"
+    )
+    # the same text with a sentence added (an edit, its identity the same) is a duplicate
+    added = store.add(_manual("2.3", old_tail + " Report bugs to the list."), key="added")
+    assert added.duplicate_of is not None and added.duplicate_of.key == "old", what
+
+
+def test_a_skeleton_masks_identity_and_nothing_else() -> None:
+    names = frozenset({"italian", "german"})
+    skeleton, whole = skeleton_digests("built for c++ in italian version 2.3 -v", names)
+    # other symbols, another name, another number, another option: the same skeleton
+    other = skeleton_digests("built for c in german version 2.4 --verbose", names)
+    assert other[0] == skeleton and other[1] != whole
+    # an ordinary word replaced, or one letter of one: another skeleton
+    assert skeleton_digests("made for c++ in italian version 2.3 -v", names)[0] != skeleton
+    assert skeleton_digests("built for c++ in italian versoin 2.3 -v", names)[0] != skeleton
+    # a word in Latin letters is a name in a text mostly in Chinese, not in an English one
+    chinese = skeleton_digests("这个脚本是用 python 写的", frozenset())
+    assert skeleton_digests("这个脚本是用 ruby 写的", frozenset())[0] == chinese[0]
+    assert (
+        skeleton_digests("written in ruby", frozenset())[0]
+        != (skeleton_digests("written in python", frozenset())[0])
+    )
+    # C++ in a raw text reads as the name C: the two forms are one name in the skeleton
+    assert (
+        skeleton_digests("in c++ only", frozenset({"c"}))[0]
+        == (skeleton_digests("in c only", frozenset({"c"}))[0])
+    )
+    # white space between CJK characters is layout: the same text
+    assert skeleton_digests("这个 脚本是用 python 写的", frozenset()) == chinese
+    # a table's frame drawn in other characters is layout: the same text
+    assert skeleton_digests("| name | size |", frozenset()) == (
+        skeleton_digests("\u2502 name \u2502 size \u2502", frozenset())
+    )
