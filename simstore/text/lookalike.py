@@ -251,7 +251,18 @@ def identity_swaps(
     last = len(gaps) - 1
     for index, ((a, b), at) in enumerate(zip(gaps, starts, strict=True)):
         why = _judge(
-            a, b, ctx, typos, numbers, recurring, left_counts, right_counts, joined, at, latin_names
+            a,
+            b,
+            ctx,
+            typos,
+            numbers,
+            recurring,
+            left_counts,
+            right_counts,
+            joined,
+            at,
+            latin_names,
+            whole,
         )
         if why in ("words", "phrase") and index == last and at + len(b) == len(right):
             continue  # the end: a marker put for the text cut short (未完), a sign-off
@@ -338,10 +349,12 @@ def _judge(
     old_text: str,
     at: int,
     latin_names: bool = False,
+    whole: bool = True,
 ) -> str | None:
     """Why the place where ``a`` (old) stands as ``b`` (new) is identity, or None (an edit);
     ``old_text``: the old text's CJK characters run together; ``latin_names``: the old text is
-    mostly CJK (``mostly_cjk``), its words in Latin letters names."""
+    mostly CJK (``mostly_cjk``), its words in Latin letters names; ``whole``: the texts are
+    whole, not openings (whose first token a reflowed header may jam with the next)."""
     cjk = all(map(_is_cjk, (*a, *b)))
     if cjk and not (numbers and _numbers(a) != _numbers(b)):
         # CJK characters are common to many words, so they are not told moved by being found
@@ -364,6 +377,8 @@ def _judge(
     # the tokens replaced: a token found elsewhere in the other text was moved, not replaced
     gone = [t for t in a if right_counts[t] == 0]
     came = [t for t in b if left_counts[t] == 0]
+    if whole and at == 0 and _first_identifier_swapped(a, b, typos):
+        return "title"  # the text's first token, a package or a file: what it is about
     if not gone or not came:
         return None
     if max(len(a), len(b)) > MAX_SWAP or max(len(a), len(b)) > 2 * min(len(a), len(b)) + 1:
@@ -404,6 +419,17 @@ def _judge(
     if at == 0 and max(len(a), len(b)) <= 2:
         return "title"  # the text's first word: what it is about (a package, a command)
     return None
+
+
+def _first_identifier_swapped(a: Sequence[str], b: Sequence[str], typos: bool) -> bool:
+    """Whether one identifier stands for another at a text's start, no typo of it (even when
+    the new one is cited elsewhere in the old text: a sibling package's description)."""
+    return (
+        len(a) == len(b) == 1
+        and _identifier(a[0])
+        and _identifier(b[0])
+        and not _segment_typos(a, b, typos)
+    )
 
 
 def _segment_typos(gone: Sequence[str], came: Sequence[str], typos: bool) -> bool:

@@ -528,3 +528,23 @@ def test_a_skeleton_masks_identity_and_nothing_else() -> None:
     assert skeleton_digests("| name | size |", frozenset()) == (
         skeleton_digests("\u2502 name \u2502 size \u2502", frozenset())
     )
+
+
+ALSA = (
+    "libasound2-data - Configuration files and profiles for ALSA drivers. This package holds"
+    " the configuration files that libasound2 and the applications built on it read at start."
+)
+
+
+def test_a_short_texts_first_identifier_is_what_it_is_about(make_store: StoreFactory) -> None:
+    store = make_store()
+    store.add(ALSA, key="data")
+    # the sibling package named first: its name is cited in the kept text too, so it is not
+    # a word put in from nowhere, yet it is another package
+    sibling = store.add(ALSA.replace("libasound2-data", "libasound2", 1), key="library")
+    assert sibling.inserted, sibling.duplicate_of
+    [judged] = store.near_misses("library")
+    assert judged.reason == "look-alike: 'libasound2-data' -> 'libasound2' (title)"
+    # a typo in the first identifier's part, inside it, is an edit
+    typo = store.add(ALSA.replace("libasound2-data", "libasound2-dota", 1), key="typo")
+    assert typo.duplicate_of is not None and typo.duplicate_of.key == "data"
