@@ -509,8 +509,9 @@ def sketch(
     kept_names = sorted(names, key=_order)[:NAMES]
     if not numbers:
         return (*parts, SKETCH_SPLIT, *plain, SKETCH_SPLIT, *kept_names)
-    identifiers = _identifiers(text)
-    counts = Counter(t for t in _TOKEN.findall(text) if t in identifiers or t in names)
+    every = _TOKEN.findall(text)
+    identifiers = _identifiers(every)
+    counts = Counter(t for t in every if t in identifiers or t in names)
     tops = [
         f"{t}{COUNT_MARK}{n}"
         for t, n in counts.most_common(TOPS)
@@ -522,7 +523,7 @@ def sketch(
         return titled
     if not titles:
         titled = (*titled, SKETCH_SPLIT)  # (no title words: the skeleton's part comes after)
-    return (*titled, SKETCH_SPLIT, *skeleton_digests(text, frozenset(names)))
+    return (*titled, SKETCH_SPLIT, *_digests(every, frozenset(names)))
 
 
 def skeleton_digests(text: str, names: frozenset[str]) -> tuple[str, str]:
@@ -531,9 +532,14 @@ def skeleton_digests(text: str, names: frozenset[str]) -> tuple[str, str]:
     between CJK characters, a table's frame: layout). Two texts of one skeleton that are not
     one text differ only by their identity: names, numbers, symbols, options (a template filled
     in twice, nothing edited)."""
-    found = [token for token in _TOKEN.findall(text) if _WORDLIKE.search(token)]
+    return _digests(_TOKEN.findall(text), names)
+
+
+def _digests(every: Sequence[str], names: frozenset[str]) -> tuple[str, str]:
+    found = [token for token in every if token.isalnum() or _WORDLIKE.search(token)]
     latin_names = mostly_cjk(found)
-    skeleton = " ".join(_skeleton(token, names, latin_names) for token in found)
+    masked = {token: _skeleton(token, names, latin_names) for token in set(found)}
+    skeleton = " ".join([masked[token] for token in found])
     return f"{_hash(skeleton):08x}", f"{_hash(' '.join(found)):08x}"
 
 
@@ -541,9 +547,9 @@ def _skeleton(token: str, names: frozenset[str], latin_names: bool) -> str:
     """A token with its identity masked: an option (``-v``, ``--verbose``) as ``-``, a number's
     digit runs as 0 (``2.3``: ``0.0``), a name as ``N``, a word in Latin letters of a text mostly
     in Chinese or Japanese as ``L``, an identifier without its symbols (``c++``: ``c``)."""
-    if _is_cjk(token):
+    if len(token) == 1 and _CJK_CHAR.match(token):
         return token
-    if token.startswith("-") and len(token) > 1:
+    if token[0] == "-" and len(token) > 1:
         return "-"
     if _DIGIT.search(token):
         return _DIGITS.sub("0", token)
@@ -579,10 +585,10 @@ def _latin_words(a: Sequence[str], b: Sequence[str]) -> bool:
     return bool(a and b) and all(t.isascii() and t.isalpha() and len(t) > 1 for t in (*a, *b))
 
 
-def _identifiers(text: str) -> set[str]:
-    """A text's identifier-like tokens without digits (``c++``, ``--verbose``, ``aspell-da``)
-    and, in a text mostly in Chinese or Japanese, its words in Latin letters (commands, names)."""
-    found = _TOKEN.findall(text)
+def _identifiers(found: Sequence[str]) -> set[str]:
+    """A text's identifier-like tokens (``tokens``) without digits (``c++``, ``--verbose``,
+    ``aspell-da``) and, in a text mostly in Chinese or Japanese, its words in Latin letters
+    (commands, names)."""
     latin = mostly_cjk(found)
     return {
         t
