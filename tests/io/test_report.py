@@ -146,7 +146,7 @@ def test_every_section_is_there(make_store: StoreFactory) -> None:
     assert html.count("<svg") >= 3  # duplicates per day, and a score and a distance histogram
     scores = section_html(html, "scores")
     assert 'class="mark"' in scores  # the policy's thresholds are drawn
-    assert "short texts 0.55" in scores and "long texts 0.75" in scores
+    assert "short texts 0.55" in scores and "long texts 0.7" in scores
     nearest = section_html(html, "nearest")
     assert nearest.count('class="pair"') >= 5 and " explain d" in nearest
     assert "not stored: simstore never keeps the text of a duplicate" in nearest
@@ -277,7 +277,7 @@ def test_thresholds_of_each_policy() -> None:
     scores, radii = thresholds(MinHashVerification(), 3)
     assert {k: [t.value for t in v] for k, v in scores.items()} == {
         "jaccard": [0.55],
-        "minhash": [0.75, 0.65],
+        "minhash": [0.70, 0.60],
         # the containment rules (short texts' exact one, long texts' from the estimate) have lines
         "containment": [0.8, 0.95],
     }

@@ -254,8 +254,9 @@ def test_a_copy_cut_short_or_with_a_header_is_a_duplicate_by_containment(
     store = make_store()
     whole = _long_document(21)
     assert store.add(whole, key="whole").inserted
-    cut = store.add(whole[: len(whole) * 2 // 3], key="cut")
-    header = _sentence(random.Random(22), 80) + " " + whole
+    # (both under the long threshold's Jaccard, 0.70: a cut to 3/5, a header half as long)
+    cut = store.add(whole[: len(whole) * 3 // 5], key="cut")
+    header = _sentence(random.Random(22), 125) + " " + whole
     headed = store.add(header, key="headed")
     for decision in (cut, headed):
         assert not decision.inserted and decision.duplicate_of is not None

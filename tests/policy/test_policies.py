@@ -239,10 +239,10 @@ def test_named_rows_equal_their_tables_columns() -> None:
 def test_policies_by_name_carry_the_threshold() -> None:
     from simstore.policy.policies import policy_from
 
-    minhash_policy = policy_from("minhash", threshold=0.7)
+    minhash_policy = policy_from("minhash", threshold=0.8)
     assert isinstance(minhash_policy, MinHashVerification)
     # the threshold is the short texts' measure, as the CLI's --threshold; long texts keep theirs
-    assert (minhash_policy.threshold, minhash_policy.long_threshold) == (0.7, 0.75)
+    assert (minhash_policy.threshold, minhash_policy.long_threshold) == (0.8, 0.70)
     verified = policy_from("simhash-verified", threshold=0.9)
     assert isinstance(verified, SimHashVerification) and verified.threshold == 0.9
     assert policy_from("simhash") == SimHashOnly()

@@ -215,7 +215,7 @@ def test_count_rule_tells_one_templates_long_documents_apart_by_their_opening() 
         assert minhash.estimate(item.signature, kept.signature) >= policy.long_threshold
     assert policy.confirm(five, kept, 3) is None
     judged = policy.judge(five, kept, 3)
-    assert (judged.measure, judged.matched, judged.threshold) == ("minhash", False, 0.75)
+    assert (judged.measure, judged.matched, judged.threshold) == ("minhash", False, 0.70)
     assert judged.reason == "look-alike: 5 replaced word(s) in the opening"
     match = policy.confirm(four, kept, 3)
     assert match is not None and match.measure == "minhash"
@@ -248,7 +248,8 @@ def test_count_rule_passes_over_an_opening_pushed_away_by_a_header() -> None:
     # a long header added in front: the openings share under 30% of their words, so they are
     # not one template's (the places are not counted) and containment decides: a duplicate
     header = " ".join(f"notice{i} for clause{i}" for i in range(24)) + ". "
-    policy = MinHashVerification(identity_rule=False)
+    # (the estimate, .73, must stay under the long threshold for containment to decide)
+    policy = MinHashVerification(identity_rule=False, long_threshold=0.75)
     assert _opening_places(header + ORIGINAL, ORIGINAL) > 4
     x, y = (
         compare_normalise(header + ORIGINAL)[:500].split(),
@@ -269,10 +270,12 @@ def test_count_rule_passes_over_an_opening_pushed_away_by_a_header() -> None:
     assert own is not None and other is not None
     estimate = minhash.estimate(item.signature, kept.signature)
     contained = minhash.contained(estimate, own, other)
-    at_bar = MinHashVerification(identity_rule=False, long_containment=contained)
+    at_bar = MinHashVerification(
+        identity_rule=False, long_threshold=0.75, long_containment=contained
+    )
     assert at_bar.confirm(item, kept, 3) is not None
     # a bar of 0 (every copy-sized pair under the estimate's threshold) is shown as 0, not 1
-    anything = MinHashVerification(identity_rule=False, long_containment=0.0)
+    anything = MinHashVerification(identity_rule=False, long_threshold=0.75, long_containment=0.0)
     assert anything.judge(item, kept, 3).threshold == 0.0
 
 
@@ -515,7 +518,7 @@ def test_thresholds_name_every_bar_of_the_default_policy() -> None:
     assert MinHashVerification().thresholds(3) == (
         {
             "jaccard": (("short texts", 0.55),),
-            "minhash": (("long texts", 0.75), ("long, mostly CJK", 0.65)),
+            "minhash": (("long texts", 0.70), ("long, mostly CJK", 0.60)),
             "containment": (("short texts", 0.8), ("long texts", 0.95)),
         },
         (("unsigned rows", 3),),
@@ -523,7 +526,7 @@ def test_thresholds_name_every_bar_of_the_default_policy() -> None:
     assert MinHashVerification(cjk_long_threshold=None, containment=None).thresholds(5) == (
         {
             "jaccard": (("short texts", 0.55),),
-            "minhash": (("long texts", 0.75),),
+            "minhash": (("long texts", 0.70),),
             "containment": (("long texts", 0.95),),
         },
         (("unsigned rows", 5),),
@@ -531,7 +534,7 @@ def test_thresholds_name_every_bar_of_the_default_policy() -> None:
     none = MinHashVerification(containment=None, long_containment=None, measure="edit")
     assert none.thresholds(3)[0] == {
         "edit": (("short texts", 0.55),),
-        "minhash": (("long texts", 0.75), ("long, mostly CJK", 0.65)),
+        "minhash": (("long texts", 0.70), ("long, mostly CJK", 0.60)),
     }
 
 
@@ -643,7 +646,7 @@ def test_judging_long_texts_under_the_threshold_says_so() -> None:
     estimate = minhash.estimate(new.signature, old.signature)
     assert estimate < policy.long_threshold
     judged = policy.judge(new, kept_of(old), 3)
-    assert (judged.measure, judged.threshold, judged.score) == ("minhash", 0.75, round(estimate, 6))
+    assert (judged.measure, judged.threshold, judged.score) == ("minhash", 0.70, round(estimate, 6))
     assert (judged.reason, judged.matched) == ("estimate under the threshold", False)
     assert judged.distance == (new.fingerprint ^ old.fingerprint).bit_count()
 

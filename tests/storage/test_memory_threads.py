@@ -21,6 +21,7 @@ from simstore.store import SimStore
 THREADS = 8
 GROUPS = 150
 VOCABULARY = [f"w{n:04d}" for n in range(5_000)]
+VARIANTS = ("amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heath")
 
 
 def group_text(group: int, variant: int) -> str:
@@ -28,7 +29,7 @@ def group_text(group: int, variant: int) -> str:
     # over 1,000 characters: a long text, decided by the estimate (a short one with a numbered
     # word replaced would be a look-alike, not a duplicate)
     words = random.Random(group).sample(VOCABULARY, 200)
-    words[100] = f"variant{variant}"
+    words[100] = VARIANTS[variant]  # (a word, not a number: a number swapped is identity)
     return " ".join(words)
 
 
