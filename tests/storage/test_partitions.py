@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import multiprocessing
 import random
 import threading
@@ -18,6 +19,7 @@ from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
 from simstore.policy.policies import DEFAULT_POLICY, SimHashOnly
 from simstore.storage import migrate, partitions
 from simstore.storage.db import create_engine_for
+from simstore.storage.retention import EPOCH
 from simstore.store import SimStore
 from simstore.text import minhash
 from tests._workers import stored_band_keys
@@ -116,6 +118,35 @@ def test_texts_in_dropped_partitions_take_their_band_keys_along() -> None:
         repost = "RT @citynews: " + texts[2]
         decision = store.add(repost, key="repost", at=DAY0 + timedelta(days=3))
         assert decision.duplicate_of is not None and decision.duplicate_of.key == "day2"
+
+
+def test_a_partition_goes_once_its_end_is_keep_old(caplog: pytest.LogCaptureFixture) -> None:
+    """Interval 1d, keep 2d: March 1's partitions end March 2, 00:00, so a purge drops them from
+    March 4, 00:00 on, not a second before, and its dry run counts their rows alike. The store's
+    own window (3d) is longer: the rows go by the drop alone."""
+    caplog.set_level(logging.INFO, logger="simstore")
+    url = _partitioned_url()
+    _enable(url, now=DAY0 - timedelta(days=1))  # partitions from March 1 on
+    march1 = f"simstore_fingerprints_p{int((datetime(2026, 3, 1) - EPOCH).total_seconds())}"
+    rng = random.Random(3)
+    with SimStore(url, keep="3d", policy=SimHashOnly()) as store:
+        values = [rng.getrandbits(64) for _ in range(3)]
+        for n, value in enumerate(values):
+            store.add(fingerprint=value, key=f"k{n}", at=DAY0)
+        assert not store.add(fingerprint=values[0] ^ 1, key="dup", at=DAY0).inserted
+        store.add(fingerprint=rng.getrandbits(64), key="next", at=DAY0 + timedelta(days=1))
+        edge = datetime(2026, 3, 4)
+        for now, dropped in ((edge - timedelta(seconds=1), 0), (edge, 4)):  # 3 kept, 1 logged
+            dry = store.purge_counts(now=now, dry_run=True)
+            done = store.purge_counts(now=now)
+            assert dry is not None and done is not None
+            assert (dry.partition_rows, done.partition_rows) == (dropped, dropped), now
+            assert (march1 in _names(url)) is (dropped == 0)
+        assert store.get("k0") is None and store.get("dup") is None
+        assert store.get("next") is not None
+    # the legacy partition ended March 1: dropped too, though listed after the ones still kept
+    assert "simstore_fingerprints_p_legacy" not in _names(url)
+    assert f"dropped partition {march1} (3 rows)" in caplog.messages
 
 
 def test_a_key_stays_unique_across_partitions() -> None:
