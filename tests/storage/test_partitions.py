@@ -149,6 +149,30 @@ def test_a_partition_goes_once_its_end_is_keep_old(caplog: pytest.LogCaptureFixt
     assert f"dropped partition {march1} (3 rows)" in caplog.messages
 
 
+def test_no_partition_is_made_over_rows_in_the_default_partition(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Enabled on March 1 (1d), partitions reach March 5, 00:00: a row of March 6, 00:00 goes to
+    the DEFAULT partition. Three days on, the partitions ahead reach March 8: March 5's (the row
+    lies at its end, outside it) and March 7's are made, March 6's (the row lies at its start)
+    is not, with a warning, and the row is still found."""
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    march5, march6, march7 = (datetime(2026, 3, day) for day in (5, 6, 7))
+    made = {
+        day: f"simstore_fingerprints_p{int((day - EPOCH).total_seconds())}"
+        for day in (march5, march6, march7)
+    }
+    with SimStore(url, policy=SimHashOnly()) as store:
+        assert store.add(fingerprint=0x1234_5678_9ABC_DEF0, key="late", at=march6).inserted
+        assert not set(made.values()) & set(_names(url))
+        _enable(url, now=DAY0 + timedelta(days=3))
+        assert set(made.values()) - set(_names(url)) == {made[march6]}
+        assert store.get("late") is not None
+    warned = f"rows of {march6}..{march7} sit in simstore_fingerprints_p_default; no partition made"
+    assert warned in caplog.messages
+
+
 def test_a_key_stays_unique_across_partitions() -> None:
     url = _partitioned_url()
     _enable(url, now=DAY0)
