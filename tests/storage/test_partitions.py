@@ -243,6 +243,35 @@ def test_interval_cannot_change_and_keep_can() -> None:
     assert f"simstore_fingerprints_p{day8}" in _names(url)
 
 
+def test_the_interval_is_whole_hours_and_keep_at_least_one_interval() -> None:
+    url = _partitioned_url()
+    for interval, keep, refused in (
+        ("59m", "1h", "the partition interval must be a whole number of hours"),
+        ("90m", "2h", "the partition interval must be a whole number of hours"),
+        ("1d", "23h", "keep must be at least one partition interval"),
+    ):
+        with pytest.raises(InvalidInput, match=f"^{refused}$"):
+            _enable(url, now=DAY0, interval=interval, keep=keep)
+    assert partitions.layout(url) is None  # nothing was written
+    _enable(url, now=DAY0, interval="1h", keep="1h")  # the shortest of both
+    # the first boundary: the hour after the newest time (now, 10:00; no rows yet)
+    made = partitions.Partitioning(
+        timedelta(hours=1), timedelta(hours=1), DAY0 + timedelta(hours=1)
+    )
+    assert partitions.layout(url) == made
+
+
+def test_the_first_boundary_follows_rows_newer_than_now() -> None:
+    url = _partitioned_url()
+    with SimStore(url, policy=SimHashOnly()) as store:
+        store.add(fingerprint=0x0F0F_0F0F_0F0F_0F0F, key="later", at=DAY0 + timedelta(days=2))
+    _enable(url, now=DAY0)
+    layout = partitions.layout(url)  # the day after the newest row's (March 3), not now's
+    assert layout is not None and layout.first_boundary == datetime(2026, 3, 4)
+    with SimStore(url, policy=SimHashOnly()) as store:
+        assert store.get("later") is not None
+
+
 def test_cli_partitions_postgresql_and_refuses_other_databases(tmp_path: Path) -> None:
     url = _partitioned_url()
     cli = Cli(tmp_path, url)
@@ -278,7 +307,11 @@ def test_enable_takes_a_url_checks_the_schema_and_commits() -> None:
 def test_enable_on_sqlite_is_refused_with_the_reason(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     migrate.upgrade(url)
-    with pytest.raises(InvalidInput, match="PostgreSQL feature"):
+    with pytest.raises(
+        InvalidInput,
+        match=r"^native partitioning is a PostgreSQL feature; sqlite databases purge by batched "
+        r"deletes$",
+    ):
         partitions.enable(url, interval="1d", keep="2d")
 
 
