@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
 from simstore.errors import InvalidInput, InvalidType, PolicyMismatch
 from simstore.io.handover import LoadRow
 from simstore.policy import batch
 from simstore.policy.policies import MinHashVerification, SimHashOnly, policy_with
-from simstore.storage import migrate, partitions
+from simstore.storage import expiry, locking, migrate, partitions
 from simstore.storage.db import create_engine_for
 from simstore.storage.namespaces import drop
 from simstore.storage.schema import fingerprints, namespaces, settings
@@ -227,6 +229,10 @@ def test_the_window_goes_first_then_the_cap(make_store: StoreFactory) -> None:
     store = _capped(make_store, keep="2h")
     store.set_max_kept(1)
     now = T0 + timedelta(hours=2, minutes=30)  # window from 10:30: the 09:00 partition goes
+    # a dry run counts the cap over the partitions the window keeps: 10:00's (where the window
+    # starts) and 11:00's, three rows
+    dry = store.purge_counts(now=now, dry_run=True)
+    assert dry is not None and (dry.fingerprints, dry.evicted) == (2, 2)
     purged = store.purge_counts(now=now)
     assert purged is not None and (purged.fingerprints, purged.evicted) == (2, 2)
     assert [key for key, _ in CAPPED if store.get(key) is not None] == ["h3-new"]
@@ -250,6 +256,27 @@ def test_a_bad_cap_is_refused_and_changes_nothing(
     store.close()
 
 
+def test_a_fill_counts_the_kept_texts_of_its_own_namespace(
+    make_store: StoreFactory, engine: Engine
+) -> None:
+    store = _capped(make_store)  # five kept
+    other = make_store(namespace=f"other-{uuid.uuid4().hex[:8]}")
+    other.add(key="x", fingerprint=0x7777 << 40, at=T0)
+    assert expiry.fill_of(store.scope) is None and expiry.fill_of(other.scope) is None
+    store.set_max_kept(10)
+    other.set_max_kept(4)
+    mine = expiry.Fill(store.namespace, 5, 10)
+    theirs = expiry.Fill(other.namespace, 1, 4)
+    assert (expiry.fill_of(store.scope), expiry.fill_of(other.scope)) == (mine, theirs)
+    # a server's database holds other tests' namespaces too
+    ours = {store.namespace, other.namespace}
+    assert [fill for fill in expiry.fills(engine) if fill.namespace in ours] == sorted(
+        [mine, theirs]
+    )
+    store.close()
+    other.close()
+
+
 def test_dropping_a_namespace_forgets_its_cap(make_store: StoreFactory) -> None:
     store = make_store()
     store.set_max_kept(10)
@@ -260,6 +287,17 @@ def test_dropping_a_namespace_forgets_its_cap(make_store: StoreFactory) -> None:
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(settings.c.name).where(settings.c.name == mine)).all() == []
     store.close()
+
+
+def test_a_sighting_lock_is_a_bigint_of_its_own_for_each_kept_text() -> None:
+    """The PostgreSQL advisory key an add takes to move a kept text: one per kept text, inside
+    bigint's range, and never the key lock of an add of that key (``locking``), which adds take
+    first: sharing one would break the lock order."""
+    keys = [f"k{number}" for number in range(64)]
+    locks = [expiry._sighting_lock(7, key) for key in keys]
+    assert len(set(locks)) == len(keys)
+    assert all(-(2**63) <= lock < 2**63 for lock in locks)
+    assert not set(locks) & {locking._key_lock(7, key) for key in keys}
 
 
 def test_a_partitioned_postgresql_database_moves_the_row_to_its_new_partition() -> None:

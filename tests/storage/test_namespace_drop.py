@@ -143,11 +143,11 @@ def test_writers_racing_a_drop_get_namespace_dropped_and_leave_no_row(
     )
 
 
-def _outcome(call: Callable[[], object]) -> str:
+def _outcome(call: Callable[[], object], name: str) -> str:
     try:
         call()
     except NamespaceDropped as error:
-        assert "was dropped" in str(error)
+        assert "was dropped" in str(error) and repr(name) in str(error), error
         return "NamespaceDropped"
     except Exception as error:  # the test compares what each call did
         return f"{type(error).__name__}: {error}"
@@ -181,9 +181,11 @@ def test_a_stale_store_never_reaches_a_namespace_created_after_the_drop(
         "stats": stale.stats,
         "remove": lambda: stale.remove("k0"),
         "purge": lambda: stale.purge(keep="1d"),
+        "set_max_kept": lambda: stale.set_max_kept(5),
+        "max_kept": lambda: stale.max_kept,
         "drop": lambda: namespaces.drop(stale.scope),
     }
-    done = {what: _outcome(call) for what, call in calls.items()}
+    done = {what: _outcome(call, name) for what, call in calls.items()}
     assert new.stats().kept == 0 and new.stats().decisions == 0
     assert new.query(TEXT) == [] and new.query(fingerprint=12345, max_distance=8) == []
     # a query is one round trip and does not read the namespace row: it finds nothing

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import multiprocessing
 import random
 import threading
@@ -18,6 +19,7 @@ from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
 from simstore.policy.policies import DEFAULT_POLICY, SimHashOnly
 from simstore.storage import migrate, partitions
 from simstore.storage.db import create_engine_for
+from simstore.storage.retention import EPOCH
 from simstore.store import SimStore
 from simstore.text import minhash
 from tests._workers import stored_band_keys
@@ -118,6 +120,59 @@ def test_texts_in_dropped_partitions_take_their_band_keys_along() -> None:
         assert decision.duplicate_of is not None and decision.duplicate_of.key == "day2"
 
 
+def test_a_partition_goes_once_its_end_is_keep_old(caplog: pytest.LogCaptureFixture) -> None:
+    """Interval 1d, keep 2d: March 1's partitions end March 2, 00:00, so a purge drops them from
+    March 4, 00:00 on, not a second before, and its dry run counts their rows alike. The store's
+    own window (3d) is longer: the rows go by the drop alone."""
+    caplog.set_level(logging.INFO, logger="simstore")
+    url = _partitioned_url()
+    _enable(url, now=DAY0 - timedelta(days=1))  # partitions from March 1 on
+    march1 = f"simstore_fingerprints_p{int((datetime(2026, 3, 1) - EPOCH).total_seconds())}"
+    rng = random.Random(3)
+    with SimStore(url, keep="3d", policy=SimHashOnly()) as store:
+        values = [rng.getrandbits(64) for _ in range(3)]
+        for n, value in enumerate(values):
+            store.add(fingerprint=value, key=f"k{n}", at=DAY0)
+        assert not store.add(fingerprint=values[0] ^ 1, key="dup", at=DAY0).inserted
+        store.add(fingerprint=rng.getrandbits(64), key="next", at=DAY0 + timedelta(days=1))
+        edge = datetime(2026, 3, 4)
+        for now, dropped in ((edge - timedelta(seconds=1), 0), (edge, 4)):  # 3 kept, 1 logged
+            dry = store.purge_counts(now=now, dry_run=True)
+            done = store.purge_counts(now=now)
+            assert dry is not None and done is not None
+            assert (dry.partition_rows, done.partition_rows) == (dropped, dropped), now
+            assert (march1 in _names(url)) is (dropped == 0)
+        assert store.get("k0") is None and store.get("dup") is None
+        assert store.get("next") is not None
+    # the legacy partition ended March 1: dropped too, though listed after the ones still kept
+    assert "simstore_fingerprints_p_legacy" not in _names(url)
+    assert f"dropped partition {march1} (3 rows)" in caplog.messages
+
+
+def test_no_partition_is_made_over_rows_in_the_default_partition(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Enabled on March 1 (1d), partitions reach March 5, 00:00: a row of March 6, 00:00 goes to
+    the DEFAULT partition. Three days on, the partitions ahead reach March 8: March 5's (the row
+    lies at its end, outside it) and March 7's are made, March 6's (the row lies at its start)
+    is not, with a warning, and the row is still found."""
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    march5, march6, march7 = (datetime(2026, 3, day) for day in (5, 6, 7))
+    made = {
+        day: f"simstore_fingerprints_p{int((day - EPOCH).total_seconds())}"
+        for day in (march5, march6, march7)
+    }
+    with SimStore(url, policy=SimHashOnly()) as store:
+        assert store.add(fingerprint=0x1234_5678_9ABC_DEF0, key="late", at=march6).inserted
+        assert not set(made.values()) & set(_names(url))
+        _enable(url, now=DAY0 + timedelta(days=3))
+        assert set(made.values()) - set(_names(url)) == {made[march6]}
+        assert store.get("late") is not None
+    warned = f"rows of {march6}..{march7} sit in simstore_fingerprints_p_default; no partition made"
+    assert warned in caplog.messages
+
+
 def test_a_key_stays_unique_across_partitions() -> None:
     url = _partitioned_url()
     _enable(url, now=DAY0)
@@ -188,6 +243,35 @@ def test_interval_cannot_change_and_keep_can() -> None:
     assert f"simstore_fingerprints_p{day8}" in _names(url)
 
 
+def test_the_interval_is_whole_hours_and_keep_at_least_one_interval() -> None:
+    url = _partitioned_url()
+    for interval, keep, refused in (
+        ("59m", "1h", "the partition interval must be a whole number of hours"),
+        ("90m", "2h", "the partition interval must be a whole number of hours"),
+        ("1d", "23h", "keep must be at least one partition interval"),
+    ):
+        with pytest.raises(InvalidInput, match=f"^{refused}$"):
+            _enable(url, now=DAY0, interval=interval, keep=keep)
+    assert partitions.layout(url) is None  # nothing was written
+    _enable(url, now=DAY0, interval="1h", keep="1h")  # the shortest of both
+    # the first boundary: the hour after the newest time (now, 10:00; no rows yet)
+    made = partitions.Partitioning(
+        timedelta(hours=1), timedelta(hours=1), DAY0 + timedelta(hours=1)
+    )
+    assert partitions.layout(url) == made
+
+
+def test_the_first_boundary_follows_rows_newer_than_now() -> None:
+    url = _partitioned_url()
+    with SimStore(url, policy=SimHashOnly()) as store:
+        store.add(fingerprint=0x0F0F_0F0F_0F0F_0F0F, key="later", at=DAY0 + timedelta(days=2))
+    _enable(url, now=DAY0)
+    layout = partitions.layout(url)  # the day after the newest row's (March 3), not now's
+    assert layout is not None and layout.first_boundary == datetime(2026, 3, 4)
+    with SimStore(url, policy=SimHashOnly()) as store:
+        assert store.get("later") is not None
+
+
 def test_cli_partitions_postgresql_and_refuses_other_databases(tmp_path: Path) -> None:
     url = _partitioned_url()
     cli = Cli(tmp_path, url)
@@ -223,7 +307,11 @@ def test_enable_takes_a_url_checks_the_schema_and_commits() -> None:
 def test_enable_on_sqlite_is_refused_with_the_reason(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     migrate.upgrade(url)
-    with pytest.raises(InvalidInput, match="PostgreSQL feature"):
+    with pytest.raises(
+        InvalidInput,
+        match=r"^native partitioning is a PostgreSQL feature; sqlite databases purge by batched "
+        r"deletes$",
+    ):
         partitions.enable(url, interval="1d", keep="2d")
 
 
