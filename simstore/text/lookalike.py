@@ -562,11 +562,15 @@ def _skeleton(token: str, names: frozenset[str], latin_names: bool) -> str:
 
 
 def title_words(text: str) -> tuple[str, ...]:
-    """The first ``TITLES`` distinct words in Latin letters (no digit) among a comparison text's
-    first ``TITLES_FROM`` characters: in a text mostly in Chinese or Japanese, what it is about
-    (``name mkfs ...``: a command; a product, a package), which an edit rarely replaces."""
+    """The first ``TITLES`` distinct words in Latin letters (no digit) that start within a
+    comparison text's first ``TITLES_FROM`` characters, each read whole: in a text mostly in
+    Chinese or Japanese, what it is about (``name mkfs ...``: a command; a product, a package),
+    which an edit rarely replaces."""
     found: dict[str, None] = {}
-    for token in _TOKEN.findall(text[:TITLES_FROM]):
+    for match in _TOKEN.finditer(text):
+        if match.start() >= TITLES_FROM:
+            break
+        token = match.group()
         if len(token) > 1 and not _is_cjk(token) and not _DIGIT.search(token):
             found.setdefault(token)
             if len(found) == TITLES:
