@@ -111,7 +111,8 @@ def _sound(url: str, namespace: str) -> Audit:
 
 # --- add_many -------------------------------------------------------------------------------------
 
-ITEMS, BATCH = 4_000, 800
+# enough batches after the second commit that a fast server is still seen writing one
+ITEMS, BATCH = 12_000, 800
 
 
 @CRASHING
