@@ -3,8 +3,10 @@
 The bars (``MinHashVerification``): short texts (under ``short_length`` = 700 normalised
 characters) are decided by the Jaccard similarity of their character 3-grams, a duplicate at
 ``threshold`` = 0.55 or more; under it, by containment, a duplicate at ``containment`` = 0.8 or
-more; longer texts by their signatures' estimate. A word in the place of a name is a look-alike
-unless it is a typo of it: within one edit in four (``simstore.text.similarity``, 0.75).
+more; longer texts by their signatures' estimate, a duplicate at ``long_threshold`` = 0.70 or
+more (``cjk_long_threshold`` = 0.60 for a text mostly in Chinese or Japanese). A word in the place
+of a name is a look-alike unless it is a typo of it: within one edit in four
+(``simstore.text.similarity``, 0.75).
 
 INDEPENDENT: every score below is computed here in plain Python (3-gram sets with exact
 fractions) from texts already in normal form (lowercase words, single spaces: the test checks that
@@ -17,6 +19,7 @@ match when only that bar is lowered, so that it is that bar, and nothing else, t
 from __future__ import annotations
 
 import dataclasses
+import random
 from datetime import datetime, timezone
 from fractions import Fraction
 
@@ -200,8 +203,92 @@ def test_a_short_text_contained_just_under_the_bar_is_not() -> None:
     assert match is not None and match.measure == "containment"  # only containment refused it
 
 
+# --- long texts (700 characters or more): the estimate >= 0.70, 0.60 if mostly CJK ----------------
+#
+# INDEPENDENT: the estimate is counted here from the two stored signatures' 96 one-byte values (the
+# first 96 bytes of each) and read with the b-bit MinHash estimator (Li and König 2010): m equal
+# values of 96, chance agreements of one byte (1/256) removed, J = (m/96 - 1/256) / (1 - 1/256).
+# 0.70 takes 68 equal values (J = .7072; 67 give .6967), 0.60 takes 58 (.6026; 57 give .5922).
+# The copies drop one word (character) in `drop` and insert one in `insert` past the opening, so no
+# word stands for another: no look-alike rule applies, and the two sizes keep containment far.
+
+LONG_WORDS = WORDS.split()
+HANZI = "春夏秋冬山水风云花草树木日月星辰江河湖海天地人心手足口耳目鱼鸟虫"
+
+
+def edited(tokens: list[str], drop: int, insert: int, extra: str, start: int) -> list[str]:
+    """``tokens`` with every ``drop``-th token from ``start`` on left out and ``extra`` put after
+    every ``insert``-th."""
+    out = []
+    for index, token in enumerate(tokens):
+        if index >= start and (index - start) % drop == 0:
+            continue
+        out.append(token)
+        if index >= start and (index - start) % insert == 0:
+            out.append(extra)
+    return out
+
+
+def equal_values(kept: str, new: str) -> int:
+    signatures = []
+    for text in (kept, new):
+        item = Item("k", fingerprint(text), 10, 3)
+        DEFAULT_POLICY.plan_many([item], [text], 3)
+        assert item.text is None and item.signature is not None  # long: decided by the estimate
+        signatures.append(item.signature[:96])
+    return sum(a == b for a, b in zip(*signatures, strict=True))
+
+
+def b_bit_estimate(equal: int) -> Fraction:
+    chance = Fraction(1, 256)
+    return (Fraction(equal, 96) - chance) / (1 - chance)
+
+
+ENGLISH = random.Random(7).choices(LONG_WORDS, k=180)  # 1,264 characters, the opening ~630
+CHINESE = random.Random(7).choices(HANZI, k=900)
+
+
+@pytest.mark.parametrize(("insert", "equal", "duplicate"), [(5, 68, True), (4, 67, False)])
+def test_a_long_pair_at_the_estimates_bar_is_a_duplicate_and_one_value_under_it_is_not(
+    insert: int, equal: int, duplicate: bool
+) -> None:
+    kept = " ".join(ENGLISH)
+    new = " ".join(edited(ENGLISH, 3, insert, "walnut", 90))
+    assert equal_values(kept, new) == equal
+    assert (b_bit_estimate(equal) >= Fraction(7, 10)) == duplicate
+    match = decide(kept, new)
+    assert (match is not None) == duplicate
+    if match is not None:
+        assert (match.measure, match.score) == ("minhash", 0.70719)
+    else:
+        lowered = dataclasses.replace(DEFAULT_POLICY, long_threshold=0.69)
+        match = decide(kept, new, lowered)
+        assert match is not None and match.measure == "minhash"  # only the bar refused it
+
+
+@pytest.mark.parametrize(
+    ("drop", "insert", "equal", "duplicate"), [(14, 14, 58, True), (19, 20, 57, False)]
+)
+def test_a_long_chinese_pair_has_its_own_lower_bar(
+    drop: int, insert: int, equal: int, duplicate: bool
+) -> None:
+    kept = "".join(CHINESE)
+    new = "".join(edited(CHINESE, drop, insert, "雪", 180))
+    assert equal_values(kept, new) == equal
+    assert (b_bit_estimate(equal) >= Fraction(3, 5)) == duplicate
+    match = decide(kept, new)
+    assert (match is not None) == duplicate
+    english_bar = dataclasses.replace(DEFAULT_POLICY, cjk_long_threshold=None)
+    assert decide(kept, new, english_bar) is None  # under 0.70: the CJK bar decided
+    if match is None:
+        lowered = dataclasses.replace(DEFAULT_POLICY, cjk_long_threshold=0.59)
+        match = decide(kept, new, lowered)
+        assert match is not None and match.measure == "minhash"  # only the CJK bar refused it
+
+
 def test_the_bars_are_the_documented_ones() -> None:
     # the pairs above sit at these values; a changed default needs new pairs, not a passing test
     policy = DEFAULT_POLICY
     assert isinstance(policy, MinHashVerification)
     assert (policy.short_length, policy.threshold, policy.containment) == (700, 0.55, 0.8)
+    assert (policy.long_threshold, policy.cjk_long_threshold) == (0.70, 0.60)
