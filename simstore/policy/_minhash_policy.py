@@ -396,8 +396,10 @@ class MinHashVerification(Policy):
             return number_sketch("", names, numbers=False) if names else None
         # (by tokens: a Chinese man page full of options is mostly CJK by its words, not its
         # characters)
-        titles = self.cjk_titles and mostly_cjk(tokens(item.normalised or ""))
-        return number_sketch(item.normalised or "", names, titles=titles, skeleton=True)
+        text = item.normalised or ""
+        found = tokens(text)
+        titles = self.cjk_titles and mostly_cjk(found)
+        return number_sketch(text, names, titles=titles, skeleton=True, text_tokens=found)
 
     def _context(self, item: Item) -> Context:
         """The item's ``Context``: made when it was planned, or read from its signature (a kept

@@ -493,6 +493,7 @@ def sketch(
     numbers: bool = True,
     titles: bool = False,
     skeleton: bool = False,
+    text_tokens: Sequence[str] | None = None,
 ) -> tuple[str, ...]:
     """What a signature keeps of a text for the look-alike rule: its numbers (``1.2.3``,
     ``2024``: digit runs joined by ``.-/``) as two bottom-k samples of ``size // 2`` each, in
@@ -501,7 +502,8 @@ def sketch(
     each part after ``SKETCH_SPLIT``, then its ``TOPS`` most frequent identifiers and, with
     ``titles``, its ``title_words``; with ``skeleton``, its ``skeleton_digests`` last (after an
     empty titles part without ``titles``). ``numbers`` False: the names alone (a short text,
-    whose numbers are read from the text it keeps)."""
+    whose numbers are read from the text it keeps). ``text_tokens``: its ``tokens``, when the
+    caller has read them already."""
     half = size // 2
     found = set(_NUMBER.findall(text)) if numbers else set()
     parts = sorted((n for n in found if not n.isdigit()), key=_order)[:half]
@@ -509,7 +511,7 @@ def sketch(
     kept_names = sorted(names, key=_order)[:NAMES]
     if not numbers:
         return (*parts, SKETCH_SPLIT, *plain, SKETCH_SPLIT, *kept_names)
-    every = _TOKEN.findall(text)
+    every = tokens(text) if text_tokens is None else text_tokens
     identifiers = _identifiers(every)
     counts = Counter(t for t in every if t in identifiers or t in names)
     tops = [
