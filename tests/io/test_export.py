@@ -68,3 +68,25 @@ def test_decisions_of_one_moment_come_kept_first_then_duplicates_in_written_orde
     assert [r["decided_at"] for r in rows] == [AT.isoformat()] * 4 + [
         (AT + timedelta(minutes=1)).isoformat()
     ] * 2
+
+
+def test_kept_rows_of_one_moment_come_in_written_order_not_key_order(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    # written z, then y (dup of z), then a, then b (dup of a): the kept z before the kept a and
+    # the duplicates y before b, though the keys sort the other way
+    first = [
+        {"key": "z", "fingerprint": A},
+        {"key": "y", "fingerprint": A ^ 1},
+        {"key": "a", "fingerprint": B},
+        {"key": "b", "fingerprint": B ^ 1},
+    ]
+    list(store.add_many(first, at=AT))
+    rows = list(export.decisions(store.scope))
+    assert [(r["key"], r["duplicate_of"]) for r in rows] == [
+        ("z", None),
+        ("a", None),
+        ("y", "z"),
+        ("b", "a"),
+    ]
