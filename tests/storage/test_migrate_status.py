@@ -52,4 +52,9 @@ def test_a_database_newer_than_this_simstore_says_so(tmp_path: Path) -> None:
     status = migrate.status(f"sqlite:///{path}")
     assert status.revision == "9999_future" and not status.up_to_date
     assert status.error is not None and "newer than this simstore" in status.error
+    # what to do, word for word: pip's upgrade flag is -U (a lowercase -u is no pip option)
+    assert status.error.endswith(
+        "the code is older than the database; upgrade simstore (pip install -U simstore) "
+        "instead of the database"
+    )
     assert status.message.endswith(f": 9999_future (head is {migrate.head()})")
