@@ -13,6 +13,8 @@ is for a condition, under a deadline far above what a loaded machine needs.
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -50,6 +52,9 @@ def test_the_thread_copies_the_log_into_the_file_once_it_passes_its_threshold(
     try:
         # the commits leave the log to the thread up to SAFETY_PAGES
         assert _pragma(store, "wal_autocheckpoint") == Checkpointer.SAFETY_PAGES
+        # a log begun again after a whole checkpoint is cut back to SAFETY_PAGES pages
+        pages = Checkpointer.SAFETY_PAGES * _pragma(store, "page_size")
+        assert _pragma(store, "journal_size_limit") == pages
         assert any(t.name == "simstore-checkpoint" for t in threading.enumerate())
         size = path.stat().st_size
         _burst(store, 0, 300)  # ~1 MiB of log: past the thread's threshold
@@ -61,6 +66,88 @@ def test_the_thread_copies_the_log_into_the_file_once_it_passes_its_threshold(
             time.sleep(0.02)
     finally:
         store.close()
+
+
+def _checkpoint_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "simstore-checkpoint"]
+
+
+def test_the_stores_of_one_file_share_one_thread_which_ends_with_the_last(
+    tmp_path: Path,
+) -> None:
+    before = _checkpoint_threads()
+    first = SimStore(f"sqlite:///{tmp_path / 'one.db'}")
+    second = SimStore(f"sqlite:///{tmp_path / 'one.db'}")
+    other = SimStore(f"sqlite:///{tmp_path / 'other.db'}")
+    errors: list[threading.ExceptHookArgs] = []
+    hook, threading.excepthook = threading.excepthook, errors.append
+    try:
+        threads = [t for t in _checkpoint_threads() if t not in before]
+        assert len(threads) == 2  # one a file, not one a store
+        first.add("a text the first store keeps", key="a")
+        first.close()
+        assert all(t.is_alive() for t in threads)  # the second store still uses the file
+        second.add("another text kept through the second store", key="b")
+        second.close()
+        # closed with the last store of its file, before close returns
+        assert [t.is_alive() for t in threads].count(False) == 1
+        other.close()
+        assert not any(t.is_alive() for t in threads)
+    finally:
+        threading.excepthook = hook
+        for store in (first, second, other):
+            store.close()
+    assert errors == []  # the threads ended without an error
+
+
+def test_a_file_opened_again_after_its_last_store_closed_gets_a_thread_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Checkpointer, "LOG_BYTES", 256 << 10)
+    path = tmp_path / "again.db"
+    running = Checkpointer.running()  # (other tests' stores of this process: not counted)
+    SimStore(f"sqlite:///{path}").close()
+    assert Checkpointer.running() == running
+    before = _checkpoint_threads()
+    store = SimStore(f"sqlite:///{path}")
+    try:
+        assert Checkpointer.running() == running + 1
+        assert len([t for t in _checkpoint_threads() if t not in before]) == 1
+        size = path.stat().st_size
+        _burst(store, 0, 300)  # past the thread's threshold: the new thread copies the log
+        started = time.monotonic()
+        while path.stat().st_size == size:
+            elapsed = time.monotonic() - started
+            assert elapsed < DEADLINE, "the file opened again was never checkpointed"
+            time.sleep(0.02)
+    finally:
+        store.close()
+    assert Checkpointer.running() == running
+
+
+def test_a_program_that_never_closes_its_store_still_exits(tmp_path: Path) -> None:
+    # the thread must not keep the interpreter alive at exit
+    script = (
+        "import sys\n"
+        "from simstore import SimStore\n"
+        "store = SimStore(sys.argv[1])\n"
+        "store.add('a text kept by a store that is never closed', key='a')\n"
+        "print('added', flush=True)\n"
+    )
+    url = f"sqlite:///{tmp_path / 'open.db'}"
+    with subprocess.Popen(
+        [sys.executable, "-c", script, url], stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "added"
+        try:
+            code = child.wait(timeout=DEADLINE)  # a hang waits forever; exiting takes ~0.1 s
+        except subprocess.TimeoutExpired:
+            child.kill()
+            raise AssertionError("the program did not exit with its store still open") from None
+    assert code == 0
+    with SimStore(url) as store:
+        assert store.stats().kept == 1
 
 
 @pytest.mark.slow
