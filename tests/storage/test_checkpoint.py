@@ -43,6 +43,14 @@ def _burst(store: SimStore, first: int, count: int) -> None:
         pass
 
 
+def _wait_until_the_file_grows(path: Path, size: int, failure: str) -> None:
+    """Until a checkpoint copies pages into the database file (its size was ``size``)."""
+    started = time.monotonic()
+    while path.stat().st_size == size:
+        assert time.monotonic() - started < DEADLINE, failure
+        time.sleep(0.02)
+
+
 def test_the_thread_copies_the_log_into_the_file_once_it_passes_its_threshold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -59,11 +67,7 @@ def test_the_thread_copies_the_log_into_the_file_once_it_passes_its_threshold(
         size = path.stat().st_size
         _burst(store, 0, 300)  # ~1 MiB of log: past the thread's threshold
         assert Path(f"{path}-wal").stat().st_size > Checkpointer.LOG_BYTES
-        started = time.monotonic()
-        while path.stat().st_size == size:
-            elapsed = time.monotonic() - started
-            assert elapsed < DEADLINE, "the checkpoint thread never copied the log into the file"
-            time.sleep(0.02)
+        _wait_until_the_file_grows(path, size, "the checkpoint thread never copied the log")
     finally:
         store.close()
 
@@ -115,11 +119,7 @@ def test_a_file_opened_again_after_its_last_store_closed_gets_a_thread_again(
         assert len([t for t in _checkpoint_threads() if t not in before]) == 1
         size = path.stat().st_size
         _burst(store, 0, 300)  # past the thread's threshold: the new thread copies the log
-        started = time.monotonic()
-        while path.stat().st_size == size:
-            elapsed = time.monotonic() - started
-            assert elapsed < DEADLINE, "the file opened again was never checkpointed"
-            time.sleep(0.02)
+        _wait_until_the_file_grows(path, size, "the file opened again was never checkpointed")
     finally:
         store.close()
     assert Checkpointer.running() == running
@@ -168,10 +168,7 @@ def test_under_sustained_writes_the_commits_keep_the_log_bounded(
         bound = 3 * Checkpointer.SAFETY_PAGES * _pragma(store, "page_size")
         size = path.stat().st_size
         _burst(store, 0, 1_000)
-        started = time.monotonic()
-        while path.stat().st_size == size:  # until the thread copies pages into the file
-            assert time.monotonic() - started < DEADLINE, "the checkpoint thread never ran"
-            time.sleep(0.05)
+        _wait_until_the_file_grows(path, size, "the checkpoint thread never ran")
         # ~3.2 KiB of log an add (measured with both checkpoints off): 5 x the bound in all
         adds = 5 * bound // 3_200
         _burst(store, 1_000, adds)
