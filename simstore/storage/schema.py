@@ -159,12 +159,11 @@ decisions = sa.Table(
 POSTGRESQL_BAND_KEY_INDEX = "ix_simstore_fingerprints_band_keys"
 
 
-def band_keys_in_row(dialect: sa.Dialect | str) -> bool:
+def band_keys_in_row(dialect: sa.Dialect) -> bool:
     """Whether this dialect keeps MinHash band keys in the fingerprint row (PostgreSQL: an array
     under a GIN index, whose compressed entries cost a fraction of 16 heap tuples and their
     B-tree entries) rather than as rows of ``simstore_minhash`` (SQLite, MySQL/MariaDB)."""
-    name = dialect if isinstance(dialect, str) else dialect.name
-    return name == "postgresql"
+    return dialect.name == "postgresql"
 
 
 # MinHash-LSH band keys of the fingerprints that have a signature, on SQLite and MySQL (empty on
