@@ -12,11 +12,13 @@ is for a condition, under a deadline far above what a loaded machine needs.
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 import subprocess
 import sys
 import threading
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
@@ -123,6 +125,37 @@ def test_a_file_opened_again_after_its_last_store_closed_gets_a_thread_again(
     finally:
         store.close()
     assert Checkpointer.running() == running
+
+
+def _in_forked_child(url: str, sender: Connection) -> None:
+    try:
+        with SimStore(url) as store:
+            store.add("a text the forked child keeps", key="child")
+            sender.send(("ok", len(_checkpoint_threads()), Checkpointer.running()))
+    except Exception as error:  # the parent shows it
+        sender.send(("error", repr(error), 0))
+
+
+def test_a_forked_child_checkpoints_with_a_thread_of_its_own(tmp_path: Path) -> None:
+    # a child forked while the parent's store is open (a pre-forking server) has none of the
+    # parent's threads: a store it opens on the same file must start one, not count on the
+    # parent's
+    url = f"sqlite:///{tmp_path / 'forked.db'}"
+    context = multiprocessing.get_context("fork")
+    with SimStore(url) as store:
+        store.add("a text the parent keeps", key="parent")
+        receiver, sender = context.Pipe(duplex=False)
+        child = context.Process(target=_in_forked_child, args=(url, sender))
+        child.start()
+        try:
+            assert receiver.poll(DEADLINE), "the forked child never answered"
+            assert receiver.recv() == ("ok", 1, 1)
+        finally:
+            child.join(DEADLINE)
+            receiver.close()
+            sender.close()
+        assert child.exitcode == 0
+        assert store.stats().kept == 2
 
 
 def test_a_program_that_never_closes_its_store_still_exits(tmp_path: Path) -> None:
