@@ -72,6 +72,17 @@ def test_the_window_keeps_a_row_exactly_keep_old_and_the_rest_of_its_partition(
     found = {key: [m.key for m in store.query(text, now=at)] for key, text in texts.items()}
     assert found == {"before": [], "edge": ["edge"], "later": ["later"]}
 
+    if store.scope.dialect != "postgresql":
+        return
+    query = snapshot.kept_query(store.scope, at)
+    assert (query.low, query.high, query.rows) == (rows[0][0], rows[1][0], 2)
+    empty = snapshot.kept_query(store.scope, at + timedelta(days=3))  # every row out of the window
+    assert (empty.low, empty.high, empty.rows) == (None, None, 0)
+    with store.engine.connect() as conn:
+        keys = conn.exec_driver_sql(f"SELECT key FROM ({query.sql}) AS kept ORDER BY rank")
+        assert keys.scalars().all() == ["edge", "later"]
+        assert conn.exec_driver_sql(f"SELECT * FROM ({empty.sql}) AS kept").all() == []
+
 
 def test_a_kept_row_is_read_with_its_signature_and_text_as_stored(
     make_store: StoreFactory,
