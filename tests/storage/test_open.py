@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 from alembic.runtime.migration import MigrationContext
 
-from simstore.errors import SchemaOutOfDate
+from simstore.errors import InvalidInput, SchemaOutOfDate
 from simstore.storage import migrate
 from simstore.store import SimStore
 
@@ -67,3 +67,28 @@ def test_opening_an_existing_namespace_writes_nothing(tmp_path: Path) -> None:
         assert watcher.execute("PRAGMA data_version").fetchone() != before
     finally:
         watcher.close()
+
+
+def test_an_old_file_opened_without_auto_upgrade_is_refused_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    migrate.upgrade(url, "0003_settings")
+    with pytest.raises(SchemaOutOfDate, match=r"simstore --db .* db upgrade"):
+        SimStore(url, auto_upgrade=False)
+    assert migrate.current(url) == "0003_settings"  # not upgraded, no namespace made
+    with SimStore(url) as store:  # by default a SQLite file is upgraded on open
+        assert store.add("hello there, an old file upgraded on open", key="a").inserted
+    assert migrate.current(url) == migrate.head()
+
+
+def test_a_partition_shorter_than_a_minute_is_refused_before_the_file_is_made(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a.db"
+    with pytest.raises(InvalidInput) as refused:
+        SimStore(f"sqlite:///{path}", partition="59s")
+    assert str(refused.value) == "partition must be at least one minute (partition numbers are INT)"
+    assert not path.exists()
+    with SimStore(f"sqlite:///{path}", partition="1m") as store:  # one minute is enough
+        assert store.scope.partition_seconds == 60
