@@ -6,6 +6,7 @@ import random
 import threading
 import uuid
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -191,6 +192,18 @@ def test_preset_is_recorded_and_a_different_one_is_refused(make_store: StoreFact
     assert make_store().preset.name == "pypi-simhash"  # None adopts the recorded preset
     with pytest.raises(PresetMismatch, match="pypi-simhash"):
         make_store(preset="char4-pre")
+
+
+def test_a_preset_mismatch_names_the_namespace_the_database_and_both_presets(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    SimStore(url, namespace="posts", preset="pypi-simhash").close()
+    with pytest.raises(PresetMismatch) as refused:
+        SimStore(url, namespace="posts", preset="char4-pre")
+    message = str(refused.value)
+    assert message.startswith(f"namespace 'posts' in {url} was made with preset pypi-simhash@")
+    assert "; refusing fingerprints made with char4-pre@" in message
 
 
 @pytest.mark.parametrize(
