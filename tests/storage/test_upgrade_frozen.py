@@ -475,3 +475,45 @@ def test_texts_kept_before_0014_are_read_from_their_own_column(tmp_path: Path) -
         with store.engine.connect() as conn:
             rows = {key: reads.kept_row(conn, store.scope, key) for key in legacy}
         assert {key: row.item.text for key, row in rows.items() if row is not None} == legacy
+
+
+def test_a_namespace_made_by_0_3_records_the_first_stores_policy_with_the_layout_of_its_rows(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 0.3 namespace records no policy: the first store records its own (or the default),
+    with the 16 x 4 MinHash layout its rows' band keys were made with, and its radius."""
+    manifest = FROZEN_DIR / "0011_namespace_ids_never_reused.json"
+    by_default = _copy(tmp_path, manifest)
+    migrate.upgrade(by_default)
+    with caplog.at_level("WARNING", logger="simstore"), SimStore(by_default) as store:
+        assert store.policy.name == "minhash" and store.policy.minhash_bands == minhash.LAYOUT
+        ns_id = store.ns_id
+    said = f"namespace {ns_id} records no policy (made by simstore 0.3): recording {store.policy}"
+    assert caplog.messages == [said]
+    recipe = json.loads(_recorded_policy(by_default))
+    assert recipe["policy"] == "minhash" and recipe["params"]["minhash_bands"] == "16x4"
+
+    (tmp_path / "simhash").mkdir()
+    chosen = _copy(tmp_path / "simhash", manifest)
+    migrate.upgrade(chosen)
+    engine = sa.create_engine(chosen)
+    with engine.begin() as conn:  # the other namespace as 0.3 left it too: no policy
+        conn.execute(sa.update(schema.namespaces).values(policy=None))
+    engine.dispose()
+    with SimStore(chosen, policy="simhash", max_distance=4) as store:
+        assert (store.policy.name, store.max_distance) == ("simhash", 4)
+    recipe = json.loads(_recorded_policy(chosen))
+    assert (recipe["policy"], recipe["max_distance"]) == ("simhash", 4)
+    assert _recorded_policy(chosen, "legacy pypi") == "None"  # recorded by its own first store
+
+
+def _recorded_policy(url: str, namespace: str = "default") -> str:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            recorded = conn.execute(
+                sa.select(schema.namespaces.c.policy).where(schema.namespaces.c.name == namespace)
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    return str(recorded)
