@@ -196,3 +196,19 @@ def test_a_radius_is_recorded_in_its_own_namespace_only_and_never_over_another(
     assert recorded(engine, "a")["max_distance"] == 4
     assert make_store(namespace="b", max_distance=6).max_distance == 6
     assert recorded(engine, "b")["max_distance"] == 6
+
+
+def test_a_policy_mismatch_lists_every_option_that_differs_and_what_to_do(
+    make_store: StoreFactory,
+) -> None:
+    made = make_store(policy="simhash-verified")
+    with pytest.raises(PolicyMismatch) as refused:
+        make_store(policy=SimHashVerification(threshold=0.7, measure="cosine"))
+    url = made.scope.connections.url
+    assert str(refused.value) == (
+        f"namespace {made.namespace!r} in {url}: refusing another policy: "
+        'option measure: stored "jaccard", requested "cosine"; '
+        "option threshold: stored 0.8, requested 0.7. Open it without a policy (and without its "
+        "options) to use its own, or give another namespace (--namespace NAME, "
+        "SimStore(namespace=...)) for the new one"
+    )
