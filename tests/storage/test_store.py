@@ -520,3 +520,13 @@ def test_a_blank_text_is_refused_everywhere_and_writes_nothing(
     assert isinstance(failure.value.__cause__, InvalidInput)
     assert store.get("blank") is None and store.get("fine") is None
     assert store.stats().decisions == 0
+
+
+def test_a_key_kept_in_another_namespace_is_not_this_ones(make_store: StoreFactory) -> None:
+    mine = make_store(namespace=f"mine-{uuid.uuid4().hex[:8]}")
+    theirs = make_store(namespace=f"theirs-{uuid.uuid4().hex[:8]}")
+    assert theirs.add(OTHER, key="a").inserted
+    assert theirs.kept_text("a") is not None
+    assert mine.kept_text("a") is None
+    with pytest.raises(InvalidInput, match="'a' is not a kept key of namespace 'mine-"):
+        mine.near_misses("a")
