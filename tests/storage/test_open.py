@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,7 @@ def test_looking_a_namespace_up_writes_nothing_and_names_the_known_ones(tmp_path
     assert str(unknown.value) == (
         f"no namespace 'b' in {url} (namespaces: none; 'simstore namespaces' lists them)"
     )
+    started = datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)  # stored as UTC
     with SimStore(url, namespace="b") as store:
         assert store.add(OTHER_TEXTS[0], key="kept").inserted
         assert not store.add(OTHER_TEXTS[0] + " again", key="copy").inserted
@@ -133,6 +135,8 @@ def test_looking_a_namespace_up_writes_nothing_and_names_the_known_ones(tmp_path
         ("a", preset, recipe, 0, 0),
         ("b", preset, recipe, 1, 2),  # the kept row and its duplicate's record
     ]  # fmt: skip
+    made = {info.name: info.created_at.replace(tzinfo=None) for info in namespaces.listed(url)}
+    assert started <= made["b"] <= made["a"] <= datetime.now(timezone.utc).replace(tzinfo=None)
     # a read-only SQLite URI names a file that exists
     namespaces.existing(f"sqlite:///file:{path}?mode=ro&uri=true", "b")
 
