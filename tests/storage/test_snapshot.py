@@ -79,8 +79,15 @@ def test_the_window_keeps_a_row_exactly_keep_old_and_the_rest_of_its_partition(
     empty = snapshot.kept_query(store.scope, at + timedelta(days=3))  # every row out of the window
     assert (empty.low, empty.high, empty.rows) == (None, None, 0)
     with store.engine.connect() as conn:
-        keys = conn.exec_driver_sql(f"SELECT key FROM ({query.sql}) AS kept ORDER BY rank")
-        assert keys.scalars().all() == ["edge", "later"]
+        read = conn.exec_driver_sql(
+            f"SELECT rank, key, fp, text, signature, packed_text FROM ({query.sql}) AS kept "
+            "ORDER BY rank"
+        ).all()
+        # the same rows, each column as kept_rows reads it through SQLAlchemy
+        assert [
+            (rank, key, fp, text, None if sig is None else bytes(sig), bytes(packed))
+            for rank, key, fp, text, sig, packed in read
+        ] == [(row[0], row[1], row[2], row[3], row[4], row[6]) for row in rows]
         assert conn.exec_driver_sql(f"SELECT * FROM ({empty.sql}) AS kept").all() == []
 
 
