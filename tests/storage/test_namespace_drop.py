@@ -4,6 +4,7 @@ namespace created after it (SQLite reused the dropped id). Real processes, real 
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import random
 import shutil
@@ -241,3 +242,33 @@ def test_0011_gives_new_namespaces_ids_above_every_id_rows_still_name(tmp_path: 
         again.close()
     finally:
         store.close()
+
+
+def test_a_drop_returns_the_rows_it_deleted_per_table_and_leaves_other_namespaces(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with SimStore(url, namespace="gone") as gone, SimStore(url, namespace="kept") as kept:
+        assert gone.add(TEXT, key="a").inserted
+        assert not gone.add(TEXT + " again", key="copy").inserted
+        assert gone.add(fingerprint=0x0123_4567_89AB_CDEF, key="bare").inserted
+        assert kept.add(TEXT, key="a").inserted
+        gone.set_max_kept(5)
+        kept.set_max_kept(7)
+        before, others = _rows_of(url, gone.ns_id), _rows_of(url, kept.ns_id)
+        assert before["simstore_fingerprints"] == 2 and before["simstore_decisions"] == 1
+
+        deleted = namespaces.drop(gone.scope)
+        with pytest.raises(NamespaceDropped, match="'gone'"):  # dropped already
+            namespaces.drop(gone.scope)
+        assert kept.max_kept == 7
+    every_table = {table.name for table in metadata.sorted_tables if "ns_id" in table.c}
+    assert set(deleted) == every_table - {"simstore_namespaces"}
+    # each table's count as plain SQL counted the namespace's rows before the drop
+    assert {name: count for name, count in deleted.items() if count} == {
+        name: count for name, count in before.items() if name != "simstore_namespaces"
+    }
+    assert _rows_of(url, gone.ns_id) == {} and _rows_of(url, kept.ns_id) == others
+    with contextlib.closing(sqlite3.connect(tmp_path / "store.db")) as raw:
+        caps = raw.execute("SELECT name, value FROM simstore_settings WHERE name LIKE 'max_kept:%'")
+        assert caps.fetchall() == [(f"max_kept:{kept.ns_id}", "7")]  # the dropped one's is gone

@@ -16,6 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from simstore.errors import PolicyMismatch
+from simstore.policy.policies import SimHashVerification
+from simstore.storage.namespaces import _read_namespace, _record_radius
 from simstore.storage.schema import namespaces
 from tests.conftest import StoreFactory
 
@@ -152,3 +154,61 @@ def test_a_read_only_database_without_a_recorded_radius_still_opens(tmp_path: Pa
     with SimStore(read_only, max_distance=5) as store:  # cannot record it: decides with its own
         assert store.max_distance == 5
         assert [match.key for match in store.query(UNRELATED[0])] == ["a"]
+
+
+def _forget_radius(engine: Engine, namespace: str) -> None:
+    """Record ``namespace``'s recipe as simstore 0.4.0 did: without a radius."""
+    recipe = recorded(engine, namespace)
+    del recipe["max_distance"]
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(namespaces)
+            .where(namespaces.c.name == namespace)
+            .values(policy=json.dumps(recipe, sort_keys=True, separators=(",", ":")))
+        )
+
+
+def test_a_radius_is_recorded_in_its_own_namespace_only_and_never_over_another(
+    make_store: StoreFactory, engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two namespaces of one recipe without a radius (their policy texts are equal): the first
+    store of one records its radius there only, and a store that read the recipe before another
+    recorded a radius leaves that radius as it is (the first store wins)."""
+    first, second = (make_store(namespace=name, policy="simhash-verified") for name in "ab")
+    first.close()
+    second.close()
+    for name in "ab":
+        _forget_radius(engine, name)
+    assert recorded(engine, "a") == recorded(engine, "b")
+    connections = make_store(namespace="c").scope.connections
+    stale = _read_namespace(connections, "a")  # as a store racing the next one read it
+    assert stale is not None
+
+    with caplog.at_level(logging.WARNING, logger="simstore"):
+        assert make_store(namespace="a", max_distance=4).max_distance == 4
+    assert caplog.messages == [
+        "namespace 'a' records no max_distance (made by simstore 0.4.0 or earlier): recording 4, "
+        "this store's, which every later store must use"
+    ]
+    assert recorded(engine, "a")["max_distance"] == 4
+    assert "max_distance" not in recorded(engine, "b")  # the other namespace is untouched
+    _record_radius(connections, stale, SimHashVerification(), 6)  # too late: 4 stays
+    assert recorded(engine, "a")["max_distance"] == 4
+    assert make_store(namespace="b", max_distance=6).max_distance == 6
+    assert recorded(engine, "b")["max_distance"] == 6
+
+
+def test_a_policy_mismatch_lists_every_option_that_differs_and_what_to_do(
+    make_store: StoreFactory,
+) -> None:
+    made = make_store(policy="simhash-verified")
+    with pytest.raises(PolicyMismatch) as refused:
+        make_store(policy=SimHashVerification(threshold=0.7, measure="cosine"))
+    url = made.scope.connections.url
+    assert str(refused.value) == (
+        f"namespace {made.namespace!r} in {url}: refusing another policy: "
+        'option measure: stored "jaccard", requested "cosine"; '
+        "option threshold: stored 0.8, requested 0.7. Open it without a policy (and without its "
+        "options) to use its own, or give another namespace (--namespace NAME, "
+        "SimStore(namespace=...)) for the new one"
+    )

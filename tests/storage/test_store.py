@@ -6,6 +6,7 @@ import random
 import threading
 import uuid
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,11 +21,13 @@ from simstore.errors import (
     InvalidInput,
     KeyConflict,
     PresetMismatch,
+    SchemaOutOfDate,
 )
 from simstore.policy.policies import SimHashOnly
 from simstore.storage import migrate
-from simstore.storage.schema import fingerprints
+from simstore.storage.schema import fingerprints, namespaces
 from simstore.store import BatchFailed, SimStore
+from simstore.text.presets import get_preset
 from tests.conftest import StoreFactory
 
 LONG_ZH = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
@@ -191,6 +194,53 @@ def test_preset_is_recorded_and_a_different_one_is_refused(make_store: StoreFact
     assert make_store().preset.name == "pypi-simhash"  # None adopts the recorded preset
     with pytest.raises(PresetMismatch, match="pypi-simhash"):
         make_store(preset="char4-pre")
+
+
+def test_a_preset_with_changed_parameters_is_adopted_whole(make_store: StoreFactory) -> None:
+    wide = get_preset("pypi-simhash").with_params(width=6)
+    assert make_store(preset=wide).add(OTHER, key="a").inserted
+    adopted = make_store()  # no preset: the recorded one, its parameters included
+    assert adopted.preset == wide and adopted.preset.params["width"] == 6
+    assert [match.key for match in adopted.query(OTHER)] == ["a"]
+    with pytest.raises(
+        PresetMismatch, match=r'refusing fingerprints made with pypi-simhash@.*"width":4'
+    ):
+        make_store(preset="pypi-simhash")  # its default width, 4
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "error", "message"),
+    [
+        ("preset_name", "gone", PresetMismatch, r"namespace '\S+' uses preset gone@\d+ \{.*\}, "
+         r"unknown to simstore \S+$"),
+        ("band_layout", "8x8", SchemaOutOfDate, r"^namespace uses band layout 8x8$"),
+        ("minhash_scheme", "minhash-old", PresetMismatch, r"namespace '\S+' in \S+ holds MinHash "
+         r"signatures of scheme minhash-old; simstore \S+ makes minhash-\S+, whose band keys"),
+    ],
+)  # fmt: skip
+def test_a_namespace_of_another_recipe_is_refused_with_what_it_holds(
+    make_store: StoreFactory, engine: Engine, column: str, value: str,
+    error: type[Exception], message: str,
+) -> None:  # fmt: skip
+    namespace = make_store().namespace
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(namespaces).where(namespaces.c.name == namespace).values({column: value})
+        )
+    with pytest.raises(error, match=message):
+        make_store()
+
+
+def test_a_preset_mismatch_names_the_namespace_the_database_and_both_presets(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    SimStore(url, namespace="posts", preset="pypi-simhash").close()
+    with pytest.raises(PresetMismatch) as refused:
+        SimStore(url, namespace="posts", preset="char4-pre")
+    message = str(refused.value)
+    assert message.startswith(f"namespace 'posts' in {url} was made with preset pypi-simhash@")
+    assert "; refusing fingerprints made with char4-pre@" in message
 
 
 @pytest.mark.parametrize(
@@ -470,3 +520,13 @@ def test_a_blank_text_is_refused_everywhere_and_writes_nothing(
     assert isinstance(failure.value.__cause__, InvalidInput)
     assert store.get("blank") is None and store.get("fine") is None
     assert store.stats().decisions == 0
+
+
+def test_a_key_kept_in_another_namespace_is_not_this_ones(make_store: StoreFactory) -> None:
+    mine = make_store(namespace=f"mine-{uuid.uuid4().hex[:8]}")
+    theirs = make_store(namespace=f"theirs-{uuid.uuid4().hex[:8]}")
+    assert theirs.add(OTHER, key="a").inserted
+    assert theirs.kept_text("a") is not None
+    assert mine.kept_text("a") is None
+    with pytest.raises(InvalidInput, match="'a' is not a kept key of namespace 'mine-"):
+        mine.near_misses("a")

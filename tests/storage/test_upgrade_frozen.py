@@ -24,7 +24,7 @@ from simstore import from_hex
 from simstore.cli import main
 from simstore.policy import batch
 from simstore.policy.policies import policy_from_recipe
-from simstore.storage import migrate, schema
+from simstore.storage import migrate, reads, schema, snapshot
 from simstore.store import SimStore
 from simstore.text import minhash
 from tests._workers import audit, sqlite_integrity, stored_band_keys, text_variant
@@ -32,7 +32,8 @@ from tests.conftest import new_server_database
 
 pytestmark = pytest.mark.slow  # stores made by frozen older releases, upgraded in subprocesses
 
-FROZEN = sorted((Path(__file__).parents[1] / "data" / "frozen").glob("*.json"))
+FROZEN_DIR = Path(__file__).parents[1] / "data" / "frozen"
+FROZEN = sorted(FROZEN_DIR.glob("*.json"))
 EVERY_FROZEN = pytest.mark.parametrize("manifest_path", FROZEN, ids=[path.stem for path in FROZEN])
 COPIED_TABLES = ("simstore_namespaces", "simstore_fingerprints", "simstore_decisions")
 SIDE_TABLES = ("simstore_minhash",)  # copied when the revision has them (0004 on)
@@ -449,3 +450,70 @@ def test_0015_makes_band_keys_int_on_mariadb_keeps_every_key_and_downgrades(
     engine.dispose()
     assert _band_key_type(url) == "BIGINT"
     assert _band_keys_and_schemes(url)[0] == before
+
+
+def test_texts_kept_before_0014_are_read_from_their_own_column(tmp_path: Path) -> None:
+    """Rows written before 0014 keep their text in ``text`` (never moved to ``packed_text``): the
+    store, its near-miss reads, the what-if sample and a batch engine's snapshot read it there."""
+    url = _copy(tmp_path, FROZEN_DIR / "0013_postgresql_add_locks.json")
+    with SimStore(url, namespace="default") as store:
+        with store.engine.connect() as conn:
+            legacy = dict(
+                conn.execute(
+                    sa.select(schema.fingerprints.c.key, schema.fingerprints.c.text).where(
+                        schema.fingerprints.c.ns_id == store.ns_id,
+                        schema.fingerprints.c.text.is_not(None),
+                        schema.fingerprints.c.packed_text.is_(None),
+                    )
+                ).all()
+            )
+        assert sorted(legacy) == ["en", "mixed", "other", "zh"]  # the frozen manifest's texts
+        assert {key: store.kept_text(key) for key in legacy} == legacy
+        snapshot_texts = {row[1]: row[3] for row in snapshot.kept_rows(store.scope, datetime.now())}
+        assert {key: snapshot_texts[key] for key in legacy} == legacy
+        assert dict(reads.kept_texts(store.scope, 100)) == legacy
+        with store.engine.connect() as conn:
+            rows = {key: reads.kept_row(conn, store.scope, key) for key in legacy}
+        assert {key: row.item.text for key, row in rows.items() if row is not None} == legacy
+
+
+def test_a_namespace_made_by_0_3_records_the_first_stores_policy_with_the_layout_of_its_rows(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 0.3 namespace records no policy: the first store records its own (or the default),
+    with the 16 x 4 MinHash layout its rows' band keys were made with, and its radius."""
+    manifest = FROZEN_DIR / "0011_namespace_ids_never_reused.json"
+    by_default = _copy(tmp_path, manifest)
+    migrate.upgrade(by_default)
+    with caplog.at_level("WARNING", logger="simstore"), SimStore(by_default) as store:
+        assert store.policy.name == "minhash" and store.policy.minhash_bands == minhash.LAYOUT
+        ns_id = store.ns_id
+    said = f"namespace {ns_id} records no policy (made by simstore 0.3): recording {store.policy}"
+    assert caplog.messages == [said]
+    recipe = json.loads(_recorded_policy(by_default))
+    assert recipe["policy"] == "minhash" and recipe["params"]["minhash_bands"] == "16x4"
+
+    (tmp_path / "simhash").mkdir()
+    chosen = _copy(tmp_path / "simhash", manifest)
+    migrate.upgrade(chosen)
+    engine = sa.create_engine(chosen)
+    with engine.begin() as conn:  # the other namespace as 0.3 left it too: no policy
+        conn.execute(sa.update(schema.namespaces).values(policy=None))
+    engine.dispose()
+    with SimStore(chosen, policy="simhash", max_distance=4) as store:
+        assert (store.policy.name, store.max_distance) == ("simhash", 4)
+    recipe = json.loads(_recorded_policy(chosen))
+    assert (recipe["policy"], recipe["max_distance"]) == ("simhash", 4)
+    assert _recorded_policy(chosen, "legacy pypi") == "None"  # recorded by its own first store
+
+
+def _recorded_policy(url: str, namespace: str = "default") -> str:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            recorded = conn.execute(
+                sa.select(schema.namespaces.c.policy).where(schema.namespaces.c.name == namespace)
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    return str(recorded)
