@@ -120,6 +120,10 @@ def test_a_key_added_again_with_another_fingerprint_is_a_key_conflict(
     with pytest.raises(BatchFailed) as twice:
         list(store.add_many([{"key": "x", "fingerprint": D}, {"key": "x", "fingerprint": C}]))
     assert isinstance(twice.value.__cause__, KeyConflict)
+    # D and C in hex, written out by hand: the first value given, then the second
+    assert str(twice.value.__cause__) == (
+        "key 'x' appears twice with different fingerprints (7edcba9876543210 and fedcba9876543210)"
+    )
     assert written(store) == before
 
 
@@ -139,3 +143,25 @@ def test_a_load_skips_a_known_key_and_refuses_one_with_another_fingerprint(
     with pytest.raises(KeyConflict, match="'c'"):
         store.load([{"key": "c", "fingerprint": A, "kept": True}], at=AT)
     assert written(store) == ({"a": A, "c": C}, {"d": "c"})
+
+
+def test_a_loaded_duplicate_keeps_the_distance_measure_and_score_it_was_decided_with(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    rows = [
+        {"key": "c", "fingerprint": C, "kept": True},
+        {"key": "d", "fingerprint": D, "kept": False, "duplicate_of": "c", "distance": 1,
+         "measure": "jaccard", "score": 0.75},
+    ]  # fmt: skip
+    assert store.load(rows, at=AT).duplicates == 1
+    with store.engine.connect() as conn:
+        recorded = conn.execute(
+            sa.select(
+                decisions.c.duplicate_of,
+                decisions.c.distance,
+                decisions.c.measure,
+                decisions.c.score,
+            ).where(decisions.c.ns_id == store.ns_id, decisions.c.key == "d")
+        ).one()
+    assert tuple(recorded) == ("c", 1, "jaccard", 0.75)  # 0.75: exact in binary floating point
