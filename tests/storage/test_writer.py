@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 import pytest
 import sqlalchemy as sa
 
+from simstore import fingerprint
 from simstore.errors import BatchFailed, KeyConflict
 from simstore.results import Decision
 from simstore.storage.schema import decisions, fingerprints
@@ -165,3 +166,17 @@ def test_a_loaded_duplicate_keeps_the_distance_measure_and_score_it_was_decided_
             ).where(decisions.c.ns_id == store.ns_id, decisions.c.key == "d")
         ).one()
     assert tuple(recorded) == ("c", 1, "jaccard", 0.75)  # 0.75: exact in binary floating point
+
+
+def test_texts_added_after_a_load_of_bare_fingerprints_are_their_duplicates(
+    make_store: StoreFactory,
+) -> None:
+    # a kept row loaded without a signature is found by its SimHash bands only: the load must
+    # mark the namespace as holding such rows, or a signed text skips those lookups
+    text = "the harbour ferry leaves at noon on sundays and at nine on weekdays"
+    store = make_store()
+    store.load([{"key": "bare", "fingerprint": fingerprint(text), "kept": True}], at=AT)
+    again = store.add(text, key="text")
+    assert again.duplicate_of is not None and again.duplicate_of.key == "bare"
+    assert (again.inserted, again.duplicate_of.distance) == (False, 0)
+    assert [m.key for m in make_store().query(text)] == ["bare"]  # a store opened afterwards
