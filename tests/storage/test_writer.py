@@ -180,3 +180,32 @@ def test_texts_added_after_a_load_of_bare_fingerprints_are_their_duplicates(
     assert again.duplicate_of is not None and again.duplicate_of.key == "bare"
     assert (again.inserted, again.duplicate_of.distance) == (False, 0)
     assert [m.key for m in make_store().query(text)] == ["bare"]  # a store opened afterwards
+
+
+def test_a_replay_and_get_answer_the_decision_first_made_in_their_own_namespace(
+    make_store: StoreFactory,
+) -> None:
+    text = "the harbour ferry leaves at noon on sundays"
+    run = uuid.uuid4().hex[:8]
+    # another namespace of the same database holds a kept "a" too, written first
+    make_store(namespace=f"other-{run}").add(key="a", fingerprint=C, at=AT)
+    store = make_store(namespace=f"own-{run}")
+    store.add(key="0", fingerprint=D, at=AT)  # a kept row of the namespace before "a"
+    kept = store.add(text, key="a", at=AT)
+    first = store.add(text + "!", key="b", at=AT)
+    match = first.duplicate_of
+    assert match is not None and match.key == "a" and match.fingerprint == kept.fingerprint
+    assert match.measure is not None and match.score is not None  # a short text's measure
+    for replay in (store.add(text + "!", key="b"), store.get("b")):
+        assert replay is not None and replay.replayed and replay.matches == (replay.duplicate_of,)
+        again = replay.duplicate_of
+        assert again is not None
+        assert (again.key, again.fingerprint, again.distance, again.added_at, again.measure) == (
+            match.key,
+            match.fingerprint,
+            match.distance,
+            match.added_at,
+            match.measure,
+        )
+        assert again.score == pytest.approx(match.score, rel=1e-6)  # MySQL's FLOAT: 4 bytes
+    assert store.get("a") == Decision("a", kept.fingerprint, True, replayed=True)
