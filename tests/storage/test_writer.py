@@ -209,3 +209,5 @@ def test_a_replay_and_get_answer_the_decision_first_made_in_their_own_namespace(
         )
         assert again.score == pytest.approx(match.score, rel=1e-6)  # MySQL's FLOAT: 4 bytes
     assert store.get("a") == Decision("a", kept.fingerprint, True, replayed=True)
+    assert store.remove("a")  # a duplicate of a removed text: recorded against it, no match
+    assert store.get("b") == Decision("b", first.fingerprint, False, None, (), True, "a")
