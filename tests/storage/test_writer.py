@@ -211,3 +211,19 @@ def test_a_replay_and_get_answer_the_decision_first_made_in_their_own_namespace(
     assert store.get("a") == Decision("a", kept.fingerprint, True, replayed=True)
     assert store.remove("a")  # a duplicate of a removed text: recorded against it, no match
     assert store.get("b") == Decision("b", first.fingerprint, False, None, (), True, "a")
+
+
+def test_an_add_near_two_kept_fingerprints_names_both_matches_nearest_first(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    far = A ^ 0b11111  # 5 bits from A: kept
+    near = A ^ 0b11  # 2 bits from A, 3 from far: both within the radius of 3
+    store.add(key="a", fingerprint=A, at=AT)
+    store.add(key="far", fingerprint=far, at=AT)
+    for decision in (
+        store.add(key="n", fingerprint=near, at=AT),
+        next(iter(store.add_many([{"key": "m", "fingerprint": near}], at=AT))),
+    ):
+        assert [(m.key, m.distance) for m in decision.matches] == [("a", 2), ("far", 3)]
+        assert decision.duplicate_of == decision.matches[0]
