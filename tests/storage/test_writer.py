@@ -227,3 +227,18 @@ def test_an_add_near_two_kept_fingerprints_names_both_matches_nearest_first(
     ):
         assert [(m.key, m.distance) for m in decision.matches] == [("a", 2), ("far", 3)]
         assert decision.duplicate_of == decision.matches[0]
+
+
+def test_a_full_batch_of_a_thousand_items_is_written_whole(make_store: StoreFactory) -> None:
+    # add_many's default batch is 1,000 items: the size from which PostgreSQL's statistics may
+    # be refreshed after the commit (a no-op elsewhere), so every dialect goes through that step
+    store = make_store()
+    items = [
+        {"key": f"k{i}", "fingerprint": (i * 0x9E37_79B9_7F4A_7C15) % (1 << 64)}
+        for i in range(1000)
+    ]
+    decisions = list(store.add_many(items, at=AT))
+    assert [d.key for d in decisions] == [f"k{i}" for i in range(1000)]
+    kept, duplicates = written(store)
+    assert len(kept) + len(duplicates) == 1000
+    assert len(kept) == sum(d.inserted for d in decisions)
