@@ -138,6 +138,30 @@ def test_a_batch_moves_stored_and_just_kept_texts(make_store: StoreFactory) -> N
     store.close()
 
 
+def test_a_text_kept_by_a_batch_moves_to_its_later_sighting_in_that_batch(
+    make_store: StoreFactory,
+) -> None:
+    # items with times of their own: "b" is kept at T0 and sighted at T0+5h by a later item of
+    # the same batch, so its row is written at the sighting; "c" is sighted before it was kept
+    # (an earlier time later in the batch), which never moves a text back
+    store = make_store(keep="1d", partition="1h", policy=LAST_SEEN)
+    later = T0 + timedelta(hours=5)
+    decisions = list(
+        store.add_many(
+            [
+                {"key": "b", "text": OTHER, "at": T0},
+                {"key": "b-dup", "text": OTHER + " ", "at": later},
+                {"key": "c", "text": TEXT, "at": later},
+                {"key": "c-dup", "text": TEXT + " ", "at": T0},
+            ]
+        )
+    )
+    assert [d.inserted for d in decisions] == [True, False, True, False]
+    assert _row(store, "b") == (later.replace(tzinfo=None), _hour(later))
+    assert _row(store, "c") == (later.replace(tzinfo=None), _hour(later))
+    store.close()
+
+
 def test_a_hand_over_moves_the_stored_kept_text_its_duplicates_name(
     make_store: StoreFactory,
 ) -> None:

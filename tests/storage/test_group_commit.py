@@ -119,6 +119,31 @@ def test_adds_that_queue_during_a_commit_are_written_as_one_group(
     store.close()
 
 
+def test_the_adds_of_one_group_are_committed_in_one_transaction(
+    make_store: StoreFactory, engine: sa.Engine
+) -> None:
+    # the leader's group and the group that queued behind it: two COMMITs for six adds (one
+    # transaction each would be six; the decisions alone cannot tell)
+    store = make_store(group_commit=True)
+    adds = [(_text(topic), f"add-{i}") for i, topic in enumerate(TOPICS)]
+    groups = _hold_first_group(store, queued=len(adds) - 1)
+    commits: list[int] = []
+
+    def count(_conn: sa.Connection) -> None:
+        commits.append(1)
+
+    sa.event.listen(engine, "commit", count)
+    try:
+        outcomes = _add_in_threads(store, adds)
+    finally:
+        sa.event.remove(engine, "commit", count)
+    assert [len(group) for group in groups] == [1, len(adds) - 1]
+    assert all(outcome.inserted for outcome in outcomes.values()), outcomes
+    assert len(commits) == 2
+    assert store.stats().kept == len(adds)
+    store.close()
+
+
 def test_near_duplicates_in_one_group_are_decided_in_arrival_order(
     make_store: StoreFactory,
 ) -> None:

@@ -26,6 +26,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 
 from simstore.errors import BatchFailed, DatabaseUnavailable
+from simstore.storage._connections import CommitOutcomeUnknown
+from simstore.storage.schema import fingerprints
 from simstore.store import SimStore
 
 TEXTS = [
@@ -42,8 +44,9 @@ class Killer:
         self.url = url
         self.database = make_url(url).database
         self.admin = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-        self.mode: str | None = None  # "landed" or "lost"
+        self.mode: str | None = None  # "landed", "lost" or "changed"
         self.fired = 0
+        self.change: sa.Executable | None = None  # "changed": what another writer commits then
 
     def arm(self, mode: str) -> None:
         self.mode = mode
@@ -53,8 +56,11 @@ class Killer:
             return
         mode, self.mode = self.mode, None
         dbapi: Any = conn.connection.dbapi_connection
-        if mode == "landed":
+        if mode in ("landed", "changed"):
             dbapi.commit()  # the server has the rows
+            if mode == "changed" and self.change is not None:
+                with self.admin.connect() as admin:  # another writer, before the check
+                    admin.execute(self.change)
             cursor = dbapi.cursor()
             cursor.execute("SELECT 1")  # a transaction for the client's COMMIT to be lost in
             cursor.fetchall()
@@ -140,6 +146,7 @@ def test_a_batch_whose_commit_was_lost_is_not_written_as_checked(
         list(store.add_many([(f"k{i}", text) for i, text in enumerate(TEXTS)]))
     assert killer.fired == 1
     assert "was not written" in str(failed.value) and "checked" in str(failed.value)
+    assert str(failed.value).startswith("batch starting at item 0 was not written: ")
     assert failed.value.committed == 0
     assert all(store.get(f"k{i}") is None for i in range(len(TEXTS)))
 
@@ -211,3 +218,24 @@ def test_random_kills_never_make_a_false_claim(server_url: str) -> None:
                 assert not any(there), keys  # never "not written" unless known
     finally:
         checked.close()
+
+
+def test_a_batch_whose_commit_outcome_is_unknown_says_it_may_or_may_not_be_written(
+    store: SimStore, killer: Killer
+) -> None:
+    # the batch committed, then another writer changed one of its kept rows before the check
+    # read them: the store cannot tell what it wrote, and never says "not written"
+    killer.change = (
+        sa.update(fingerprints)
+        .where(fingerprints.c.ns_id == store.ns_id, fingerprints.c.key == "k0")
+        .values(fp=-fingerprints.c.fp - 1)  # another value, never out of range
+    )
+    killer.arm("changed")
+    with pytest.raises(BatchFailed) as failed:
+        list(store.add_many([(f"k{i}", text) for i, text in enumerate(TEXTS)]))
+    assert killer.fired == 1
+    assert isinstance(failed.value.__cause__, CommitOutcomeUnknown)
+    assert str(failed.value).startswith("batch starting at item 0 may or may not have been written")
+    assert "was not written" not in str(failed.value)
+    assert failed.value.committed == 0
+    assert all(store.get(f"k{i}") is not None for i in (1, 2))  # it had committed

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 import pytest
 import sqlalchemy as sa
 
+from simstore import fingerprint
 from simstore.errors import BatchFailed, KeyConflict
 from simstore.results import Decision
 from simstore.storage.schema import decisions, fingerprints
@@ -120,6 +121,10 @@ def test_a_key_added_again_with_another_fingerprint_is_a_key_conflict(
     with pytest.raises(BatchFailed) as twice:
         list(store.add_many([{"key": "x", "fingerprint": D}, {"key": "x", "fingerprint": C}]))
     assert isinstance(twice.value.__cause__, KeyConflict)
+    # D and C in hex, written out by hand: the first value given, then the second
+    assert str(twice.value.__cause__) == (
+        "key 'x' appears twice with different fingerprints (7edcba9876543210 and fedcba9876543210)"
+    )
     assert written(store) == before
 
 
@@ -139,3 +144,101 @@ def test_a_load_skips_a_known_key_and_refuses_one_with_another_fingerprint(
     with pytest.raises(KeyConflict, match="'c'"):
         store.load([{"key": "c", "fingerprint": A, "kept": True}], at=AT)
     assert written(store) == ({"a": A, "c": C}, {"d": "c"})
+
+
+def test_a_loaded_duplicate_keeps_the_distance_measure_and_score_it_was_decided_with(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    rows = [
+        {"key": "c", "fingerprint": C, "kept": True},
+        {"key": "d", "fingerprint": D, "kept": False, "duplicate_of": "c", "distance": 1,
+         "measure": "jaccard", "score": 0.75},
+    ]  # fmt: skip
+    assert store.load(rows, at=AT).duplicates == 1
+    with store.engine.connect() as conn:
+        recorded = conn.execute(
+            sa.select(
+                decisions.c.duplicate_of,
+                decisions.c.distance,
+                decisions.c.measure,
+                decisions.c.score,
+            ).where(decisions.c.ns_id == store.ns_id, decisions.c.key == "d")
+        ).one()
+    assert tuple(recorded) == ("c", 1, "jaccard", 0.75)  # 0.75: exact in binary floating point
+
+
+def test_texts_added_after_a_load_of_bare_fingerprints_are_their_duplicates(
+    make_store: StoreFactory,
+) -> None:
+    # a kept row loaded without a signature is found by its SimHash bands only: the load must
+    # mark the namespace as holding such rows, or a signed text skips those lookups
+    text = "the harbour ferry leaves at noon on sundays and at nine on weekdays"
+    store = make_store()
+    store.load([{"key": "bare", "fingerprint": fingerprint(text), "kept": True}], at=AT)
+    again = store.add(text, key="text")
+    assert again.duplicate_of is not None and again.duplicate_of.key == "bare"
+    assert (again.inserted, again.duplicate_of.distance) == (False, 0)
+    assert [m.key for m in make_store().query(text)] == ["bare"]  # a store opened afterwards
+
+
+def test_a_replay_and_get_answer_the_decision_first_made_in_their_own_namespace(
+    make_store: StoreFactory,
+) -> None:
+    text = "the harbour ferry leaves at noon on sundays"
+    run = uuid.uuid4().hex[:8]
+    # another namespace of the same database holds a kept "a" too, written first
+    make_store(namespace=f"other-{run}").add(key="a", fingerprint=C, at=AT)
+    store = make_store(namespace=f"own-{run}")
+    store.add(key="0", fingerprint=D, at=AT)  # a kept row of the namespace before "a"
+    kept = store.add(text, key="a", at=AT)
+    first = store.add(text + "!", key="b", at=AT)
+    match = first.duplicate_of
+    assert match is not None and match.key == "a" and match.fingerprint == kept.fingerprint
+    assert match.measure is not None and match.score is not None  # a short text's measure
+    for replay in (store.add(text + "!", key="b"), store.get("b")):
+        assert replay is not None and replay.replayed and replay.matches == (replay.duplicate_of,)
+        again = replay.duplicate_of
+        assert again is not None
+        assert (again.key, again.fingerprint, again.distance, again.added_at, again.measure) == (
+            match.key,
+            match.fingerprint,
+            match.distance,
+            match.added_at,
+            match.measure,
+        )
+        assert again.score == pytest.approx(match.score, rel=1e-6)  # MySQL's FLOAT: 4 bytes
+    assert store.get("a") == Decision("a", kept.fingerprint, True, replayed=True)
+    assert store.remove("a")  # a duplicate of a removed text: recorded against it, no match
+    assert store.get("b") == Decision("b", first.fingerprint, False, None, (), True, "a")
+
+
+def test_an_add_near_two_kept_fingerprints_names_both_matches_nearest_first(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    far = A ^ 0b11111  # 5 bits from A: kept
+    near = A ^ 0b11  # 2 bits from A, 3 from far: both within the radius of 3
+    store.add(key="a", fingerprint=A, at=AT)
+    store.add(key="far", fingerprint=far, at=AT)
+    for decision in (
+        store.add(key="n", fingerprint=near, at=AT),
+        next(iter(store.add_many([{"key": "m", "fingerprint": near}], at=AT))),
+    ):
+        assert [(m.key, m.distance) for m in decision.matches] == [("a", 2), ("far", 3)]
+        assert decision.duplicate_of == decision.matches[0]
+
+
+def test_a_full_batch_of_a_thousand_items_is_written_whole(make_store: StoreFactory) -> None:
+    # add_many's default batch is 1,000 items: the size from which PostgreSQL's statistics may
+    # be refreshed after the commit (a no-op elsewhere), so every dialect goes through that step
+    store = make_store()
+    items = [
+        {"key": f"k{i}", "fingerprint": (i * 0x9E37_79B9_7F4A_7C15) % (1 << 64)}
+        for i in range(1000)
+    ]
+    decisions = list(store.add_many(items, at=AT))
+    assert [d.key for d in decisions] == [f"k{i}" for i in range(1000)]
+    kept, duplicates = written(store)
+    assert len(kept) + len(duplicates) == 1000
+    assert len(kept) == sum(d.inserted for d in decisions)
