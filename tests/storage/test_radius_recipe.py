@@ -78,15 +78,7 @@ def test_a_namespace_without_a_recorded_radius_adopts_the_first_stores(
     made = make_store(policy="simhash-verified")
     namespace = made.namespace
     made.close()
-    # as simstore 0.4.0 recorded it: the policy's recipe without a radius
-    recipe = recorded(engine, namespace)
-    del recipe["max_distance"]
-    with engine.begin() as conn:
-        conn.execute(
-            sa.update(namespaces)
-            .where(namespaces.c.name == namespace)
-            .values(policy=json.dumps(recipe, sort_keys=True, separators=(",", ":")))
-        )
+    _forget_radius(engine, namespace)  # as simstore 0.4.0 recorded it
     with caplog.at_level(logging.WARNING, logger="simstore"):
         first = make_store(max_distance=4)
     assert first.max_distance == 4
