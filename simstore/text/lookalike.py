@@ -583,7 +583,8 @@ def title_words(text: str) -> tuple[str, ...]:
 def mostly_cjk(found: Sequence[str]) -> bool:
     """Whether most of a text's tokens (``tokens``) are CJK characters: a text mostly in Chinese
     or Japanese, whose words in Latin letters are names (commands, products, packages)."""
-    return 2 * sum(1 for t in found if _is_cjk(t)) > len(found)
+    # (a token holding a CJK character is that one character: count the characters of all)
+    return 2 * len(_CJK_CHAR.findall("".join(found))) > len(found)
 
 
 def _latin_words(a: Sequence[str], b: Sequence[str]) -> bool:

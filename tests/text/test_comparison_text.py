@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from simstore.text import minhash
 from simstore.text._algorithms import default_normalise
@@ -19,9 +21,11 @@ from simstore.text.lookalike import (
     Context,
     context,
     identity_swaps,
+    mostly_cjk,
     names_of,
     sketch,
     sketch_swaps,
+    tokens,
 )
 from simstore.text.normalise import compare_normalise, is_blank
 from simstore.text.similarity import jaccard
@@ -238,3 +242,25 @@ def test_a_symbol_dropped_where_the_bare_word_stands_elsewhere_too_is_identity()
     # both forms in both texts, one place changed: layout (a table's border glued to a cell)
     both = "use C++ here and C++ there and plain C too"
     assert _swaps(both, both.replace("C++", "C", 1)) == []
+
+
+def _is_cjk_character(token: str) -> bool:
+    # the ranges the module documents: kana (U+3040-30FF), CJK unified ideographs with extension
+    # A (U+3400-9FFF) and the compatibility ideographs (U+F900-FAFF), written out here
+    return len(token) == 1 and any(
+        low <= ord(token) <= high
+        for low, high in ((0x3040, 0x30FF), (0x3400, 0x9FFF), (0xF900, 0xFAFF))
+    )
+
+
+@given(
+    st.text(
+        alphabet=st.sampled_from("ab1- \u3042\u30a2\u4e2d\u6587\uf900\u9fff\u3400"), max_size=40
+    )
+)
+@example("中 abc")  # one CJK token of two: half is not most
+@example("中文abc")  # two of three: a CJK character is a token even inside a run
+def test_mostly_cjk_counts_tokens_that_are_one_cjk_character(text: str) -> None:
+    found = tokens(text)
+    expected = 2 * sum(1 for t in found if _is_cjk_character(t)) > len(found)
+    assert mostly_cjk(found) is expected
