@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from simstore.errors import InvalidInput
 from simstore.policy import batch
 from simstore.policy.policies import MinHashVerification, Policy, SimHashOnly, SimHashVerification
 from simstore.text import minhash
+from simstore.text.presets import get_preset
 from tests._workers import stored_band_keys
 from tests.conftest import StoreFactory
 
@@ -179,3 +181,92 @@ def test_a_load_refuses_a_signature_whose_opening_is_unreadable(make_store: Stor
     assert store.get("k") is None  # nothing written
     whole = LoadRow("k", True, item.fingerprint, None, item.signature, item.band_keys)
     assert store.load([whole], at=AT).kept == 1
+
+
+def test_bad_batch_input_is_refused_with_messages_that_say_what_is_wrong() -> None:
+    # mutmut left every message of sign and replay free to change (None, upper case, "XX...XX"):
+    # the messages are what a caller reads, so they are pinned whole
+    def refused(call: Callable[[], object]) -> str:
+        with pytest.raises(InvalidInput) as error:
+            call()
+        return str(error.value)
+
+    assert refused(lambda: batch.sign("one text")) == (
+        "sign takes a sequence of texts, not a single text"
+    )
+    assert refused(lambda: batch.sign(["a", "b"], keys=["k"])) == "1 keys for 2 texts"
+    assert refused(lambda: batch.sign(["a", "b"], keys=["k", "k"])) == "keys must be unique"
+    edge = batch.Edge(1, 0, 0, None, None)
+    assert refused(lambda: batch.replay(["a", "b"], [edge], moments=[AT])) == (
+        "1 moments for 2 keys"
+    )
+    assert refused(lambda: batch.replay(["a", "b"], [batch.Edge(0, 1, 0, None, None)])) == (
+        "edge 0 -> 1 does not point to an earlier input"
+    )
+
+
+@pytest.mark.parametrize("new, old", [(1, 1), (2, 0), (2, 1)], ids=str)
+def test_replay_refuses_an_edge_to_itself_or_past_the_last_input(new: int, old: int) -> None:
+    # an edge names two inputs, the later one first: mutmut's "old <= new" and "new <= len"
+    # let an input be its own duplicate and an edge point past the two inputs
+    with pytest.raises(InvalidInput, match=f"edge {new} -> {old} does not point"):
+        batch.replay(["a", "b"], [batch.Edge(new, old, 0, None, None)])
+
+
+# Two texts whose SimHash fingerprints (default preset) are 4 bits apart: one over the store's
+# default radius of 3 (bin(a ^ b).count("1") == 4 checked in the tests)
+FOUR_APART = [
+    "The council approved the new budget for the city library after a long debate on Monday "
+    "evening",
+    "The council approved the new budget for the city library after a long debate on Monday "
+    "evening now",
+]
+
+
+def test_dedup_decides_by_distance_at_the_radius_given_and_three_by_default(
+    make_store: StoreFactory,
+) -> None:
+    # mutmut's default radius 4 and a radius dropped between sign and the rule survived: the
+    # reference is the store itself (SimHashOnly, its default radius 3, then max_distance=4)
+    policy = SimHashOnly()
+    items = batch.sign(FOUR_APART, policy=policy)
+    assert bin(items[0].fingerprint ^ items[1].fingerprint).count("1") == 4
+    default = make_store(policy=policy)
+    wide = make_store(namespace=f"{default.namespace}-4", policy=policy, max_distance=4)
+    records = [("0", FOUR_APART[0]), ("1", FOUR_APART[1])]
+    for store, verdicts in (
+        (default, batch.dedup(FOUR_APART, policy=policy)),
+        (wide, batch.dedup(FOUR_APART, policy=policy, max_distance=4)),
+    ):
+        decided = list(store.add_many(records, at=AT))
+        store.close()
+        assert [v.kept for v in verdicts] == [d.inserted for d in decided]
+        match = decided[1].duplicate_of
+        assert verdicts[1].distance == (None if match is None else match.distance)
+    assert [d.kept for d in batch.dedup(FOUR_APART, policy=policy, max_distance=4)] == [True, False]
+    assert all(d.kept for d in batch.dedup(FOUR_APART, policy=policy))
+
+
+def test_confirm_holds_a_text_against_a_bare_fingerprint_by_the_radius_given(
+    make_store: StoreFactory,
+) -> None:
+    # a short text under SimHashVerification met a row kept without text (added as a bare
+    # fingerprint): only the distance can decide, at the store's radius (3 by default), which
+    # confirm's max_distance stands for; mutmut's default 4 and a radius of None survived. The
+    # reference is the store deciding the same two inputs.
+    policy = SimHashVerification()
+    short = "The council approved the budget"
+    near = batch.sign([short], policy=policy)[0].fingerprint ^ 0b1111  # 4 bits apart
+    raw = [("old", None, near), ("new", short, None)]
+    items = batch.plan_items(raw, preset=get_preset("default"), policy=policy, max_distance=3)
+    assert batch.confirm(items, [(1, 0)], policy=policy) == []
+    assert batch.confirm(items, [(1, 0)], policy=policy, max_distance=4) == [
+        batch.Edge(1, 0, 4, None, None)
+    ]
+    default = make_store(policy=policy)
+    wide = make_store(namespace=f"{default.namespace}-4", policy=policy, max_distance=4)
+    for store, duplicate in ((default, False), (wide, True)):
+        store.add(fingerprint=near, key="old", at=AT)
+        added = store.add(short, key="new", at=AT)
+        store.close()
+        assert (added.duplicate_of is not None) == duplicate
