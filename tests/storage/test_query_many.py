@@ -101,3 +101,34 @@ def test_query_many_in_order_refuses_keys_that_do_not_name_the_queries(
     with pytest.raises(InvalidType):
         store.query_many(["a text"], keys="a", in_order=True)
     assert store.query_many(["a text", "a text"], in_order=True)[1][0].key == "0"
+
+
+def test_query_many_refuses_with_the_messages_query_gives(
+    make_store: Callable[..., SimStore],
+) -> None:
+    # mutmut left query_many's own messages free to change (None, upper case, "XX...XX", the
+    # type named as NoneType) and the name a text query goes by ("query", as in query's own
+    # refusals, the reference here): the messages are what a caller reads, pinned whole
+    store = make_store()
+
+    def refused(call: Callable[[], object]) -> str:
+        with pytest.raises(InvalidInput) as error:
+            call()
+        return str(error.value)
+
+    blank = refused(lambda: store.query("  "))
+    assert blank.startswith("the text of key 'query' has no words")
+    assert refused(lambda: store.query_many(["a text", "  "])) == blank
+    assert refused(lambda: store.query_many("one text")) == (
+        "query_many takes an iterable of texts or fingerprints, not one"
+    )
+    assert refused(lambda: store.query_many(["a text", 1.5])) == (  # type: ignore[list-item]
+        "query_many takes texts (str) or fingerprints (int), not float"
+    )
+    assert refused(lambda: store.query_many(["a text"], keys="a", in_order=True)) == (
+        "keys must be a sequence of strings, one per query"
+    )
+    assert refused(lambda: store.query_many(["a text"], keys=["a"])) == (
+        "keys name the queries for in_order=True: give in_order=True too"
+    )
+    store.close()
