@@ -270,3 +270,38 @@ def test_confirm_holds_a_text_against_a_bare_fingerprint_by_the_radius_given(
         added = store.add(short, key="new", at=AT)
         store.close()
         assert (added.duplicate_of is not None) == duplicate
+
+
+# an article of 319 characters, and the same with its last three words cut (299): one over
+# SimHashVerification's short_length of 300, kept without its text, one under it, 4 bits apart
+ARTICLE = (
+    "The council approved the new budget for the city library after a long debate on Monday "
+    "evening. The library will open longer on weekends and buy more books for children and "
+    "students. Members said the plan was paid for by savings elsewhere in the city budget this "
+    "year, and more. A vote on the museum follows next month."
+)
+
+
+def test_dedup_holds_a_short_text_against_a_long_kept_one_by_the_radius_given(
+    make_store: StoreFactory,
+) -> None:
+    # the long text keeps no comparison text, so the short one is held against it by distance
+    # at the store's radius, the rule's max_distance: mutmut's Rule(policy, None) in dedup
+    # survived. The reference is the store deciding the same two texts at radius 3 and 4.
+    policy = SimHashVerification()
+    texts = [ARTICLE, " ".join(ARTICLE.split()[:-3])]
+    items = batch.sign(texts, policy=policy)
+    assert (items[0].text, items[1].threshold) == (None, policy.threshold)
+    assert bin(items[0].fingerprint ^ items[1].fingerprint).count("1") == 4
+    default = make_store(policy=policy)
+    wide = make_store(namespace=f"{default.namespace}-4", policy=policy, max_distance=4)
+    records = [("0", texts[0]), ("1", texts[1])]
+    for store, radius, duplicate in ((default, 3, False), (wide, 4, True)):
+        decided = list(store.add_many(records, at=AT))
+        store.close()
+        assert [d.inserted for d in decided] == [True, not duplicate]
+        verdicts = batch.dedup(texts, policy=policy, max_distance=radius)
+        assert [(v.kept, v.distance) for v in verdicts] == [
+            (True, None),
+            (not duplicate, 4 if duplicate else None),
+        ]
