@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import random
+import signal
+import sys
 import threading
 import uuid
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from simstore.errors import (
     PresetMismatch,
     SchemaOutOfDate,
 )
+from simstore.policy import _planning as planning
 from simstore.policy.policies import SimHashOnly
 from simstore.storage import migrate
 from simstore.storage.schema import fingerprints, namespaces
@@ -499,6 +503,24 @@ def test_add_many_stopped_early_with_workers_writes_only_what_it_yielded(
     decisions.close()  # the pool is shut down; the batches it planned ahead are not written
     assert store.stats().decisions == 10
     assert all(d.inserted for d in first)
+
+
+def _signals_left_to_the_caller(_batch: object) -> tuple[bool, bool]:
+    """What a planning worker does on Ctrl-C and SIGTERM: ignores them (module level: a worker
+    runs it)."""
+    ignored = signal.SIG_IGN
+    return signal.getsignal(signal.SIGINT) == ignored, signal.getsignal(signal.SIGTERM) == ignored
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers die with their parent")
+def test_a_planning_worker_leaves_ctrl_c_and_sigterm_to_the_caller() -> None:
+    # a service manager sends SIGTERM to the whole process group: the caller stops reading and
+    # shuts the workers down (_planning's docstring, the reference). mutmut's "!= 0" and "== 1"
+    # on prctl's result in _die_with_parent left SIGTERM to kill the workers, and survived every
+    # test (test_workers_die sends SIGTERM to the parent alone)
+    batches: Iterator[list[int] | Exception] = iter([[1]])
+    for _batch, plan in planning.planned_ahead(batches, _signals_left_to_the_caller, workers=1):
+        assert plan() == (True, True)
 
 
 def test_add_many_refuses_a_negative_worker_count(make_store: StoreFactory) -> None:
