@@ -71,6 +71,11 @@ def test_a_larger_radius_probes_the_bands_and_finds_exactly_what_is_within_it(
     assert not set(bands(BASE)) & set(bands(eight))
     assert [(m.key, m.distance) for m in store.query(fingerprint=eight)] == [("kept", 8)]
     assert store.query(fingerprint=nine) == []
+    # a batch of two goes through the finder's batch join, which must keep the same edge
+    assert [[(m.key, m.distance) for m in found] for found in store.query_many([eight, nine])] == [
+        [("kept", 8)],
+        [],
+    ]
     assert not store.add(key="eight", fingerprint=eight, at=AT).inserted
     assert store.add(key="nine", fingerprint=nine, at=AT).inserted
 
