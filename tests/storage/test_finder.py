@@ -139,3 +139,13 @@ def test_the_shortest_window_still_finds_a_copy_added_at_the_same_moment(
     assert store.add(POST, key="a", at=AT).inserted
     assert not store.add(POST, key="b", at=AT).inserted
     assert store.add(POST, key="c", at=AT + timedelta(seconds=2)).inserted
+
+
+def test_a_text_finds_a_bare_fingerprint_another_store_kept(make_store: StoreFactory) -> None:
+    # the rows kept without a signature are found by SimHash bands only, which a text's add
+    # searches when its lock statement reads that the namespace holds such a row: a store that
+    # has not written one itself must take that answer (Finder._has_unsigned_rows)
+    make_store().add(key="bare", fingerprint=fingerprint(POST), at=AT)
+    decision = make_store().add(POST, key="text", at=AT)
+    assert decision.duplicate_of is not None
+    assert (decision.duplicate_of.key, decision.duplicate_of.distance) == ("bare", 0)
