@@ -179,5 +179,7 @@ def test_the_table_size_is_the_id_span_with_both_ends_counted(tmp_path: Path) ->
 def test_unknown_lookup_is_refused(tmp_path: object) -> None:
     from simstore.errors import InvalidInput
 
-    with pytest.raises(InvalidInput, match="lookup"):
+    with pytest.raises(
+        InvalidInput, match="lookup must be one of auto, bands, pairs, got 'fastest'"
+    ):
         SimStore("sqlite://", lookup="fastest")
