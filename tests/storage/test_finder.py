@@ -16,6 +16,7 @@ import pytest
 
 from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput
+from simstore.policy.policies import SimHashVerification
 from simstore.text import minhash
 from tests.conftest import StoreFactory
 
@@ -149,3 +150,17 @@ def test_a_text_finds_a_bare_fingerprint_another_store_kept(make_store: StoreFac
     decision = make_store().add(POST, key="text", at=AT)
     assert decision.duplicate_of is not None
     assert (decision.duplicate_of.key, decision.duplicate_of.distance) == ("bare", 0)
+
+
+def test_a_short_text_is_decided_against_a_bare_fingerprint_at_the_stores_radius(
+    make_store: StoreFactory,
+) -> None:
+    # SimHashVerification looks at a short text's candidates within short_radius (7 bits), but
+    # one kept without a text has nothing to compare with: the store's max_distance (2) decides,
+    # which the finder hands to the policy with the candidates (Finder._matches)
+    store = make_store(policy=SimHashVerification(), max_distance=2)
+    value = fingerprint(POST)
+    store.add(key="three", fingerprint=flipped(value, 1, 2, 3), at=AT)
+    assert store.query(POST, now=AT) == []
+    store.add(key="two", fingerprint=flipped(value, 10, 20), at=AT)  # 5 bits from "three"
+    assert [(m.key, m.distance) for m in store.query(POST, now=AT)] == [("two", 2)]
