@@ -11,6 +11,7 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from simstore import fingerprint
 from simstore.text.similarity import jaccard
 from tests.conftest import StoreFactory
 
@@ -48,6 +49,37 @@ def test_a_candidate_outside_the_window_is_said_to_be(make_store: StoreFactory) 
     assert store.add(NOTICE + " Welcome!", key="new", at=T0 + timedelta(days=3)).inserted
     [old] = store.near_misses("new")
     assert (old.key, old.matched, old.reason) == ("old", False, "outside the retention window")
+
+
+def test_a_candidate_exactly_as_old_as_the_window_is_judged_by_the_policy(
+    make_store: StoreFactory,
+) -> None:
+    # pins the window's edge in near_misses: a row exactly as old as the window is inside it (as
+    # add decides), so it is judged by the policy, not said to be outside the window
+    store = make_store(keep="1d")
+    assert store.add(NOTICE, key="nine", at=T0).inserted
+    assert store.add(OTHER_HOUR, key="eleven", at=T0 + timedelta(days=1)).inserted
+    [nine] = store.near_misses("eleven")
+    assert (nine.key, nine.matched) == ("nine", False)
+    assert nine.reason == "look-alike: '9' -> '11' (number)"
+
+
+def test_a_fingerprint_is_judged_against_the_rows_kept_without_a_text_only(
+    make_store: StoreFactory,
+) -> None:
+    # pins the SimHash candidates' filter in near_misses (Policy.by_radius): a fingerprint meets
+    # only the rows kept without a signature (the band lookups leave signed rows out), and those
+    # are judged, here the one outside the window; the text it equals is no candidate of it
+    store = make_store(keep="1d")
+    later = T0 + timedelta(days=3)
+    value = fingerprint(NOTICE)
+    assert store.add(NOTICE, key="text", at=later).inserted  # signed, found by band keys alone
+    assert store.add(fingerprint=value ^ 1, key="old", at=T0).inserted  # outside the window
+    assert store.add(fingerprint=value, key="new", at=later).inserted
+    judged = store.near_misses("new")
+    assert [(j.key, j.matched, j.reason) for j in judged] == [
+        ("old", False, "outside the retention window")
+    ]
 
 
 def test_explain_of_a_kept_key_names_its_nearest_refused_candidate(tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -126,8 +128,58 @@ def test_auto_switches_to_pairs_on_a_large_id_span(make_store: StoreFactory) -> 
     assert {m.key for m in store.query(fingerprint=far ^ 1, now=AT)} == {"far"}
 
 
+def test_a_lookup_asked_for_is_the_plan_whatever_the_table_size(make_store: StoreFactory) -> None:
+    # pins the two forced lookups against the auto plan, which on a one-row table takes the pairs
+    # at radii 0-1 and the bands at 2-3 (cost model above); the pair plan covers radii <= 3 only
+    plans = {}
+    for lookup in ("bands", "pairs"):
+        # a name of its own: the server databases are shared by the tests running at once
+        namespace = f"{lookup}-{uuid.uuid4().hex[:8]}"
+        store = make_store(lookup=lookup, policy=SimHashOnly(), namespace=namespace)
+        store.add(fingerprint=random.Random(9).getrandbits(64), key="one", at=AT)
+        plans[lookup] = [store.lookup_plan(radius, refresh=True) for radius in range(5)]
+    assert plans["bands"] == ["bands"] * 5
+    assert plans["pairs"] == ["pairs"] * 4 + ["bands"]
+
+
+def test_the_table_size_is_the_id_span_with_both_ends_counted(tmp_path: Path) -> None:
+    # pins the finder's estimate (last id - first id + 1, an empty table 0) at the cost model's
+    # edges, read off prefers_pairs itself: radius 1 turns to pairs at one row, radius 3 at
+    # 1,016,064 rows; an estimate one or two rows off, or 1 for an empty table, flips a plan here
+    # (SQLite file: the servers' tables are shared with the tests running at once)
+    edge = 1_016_064
+    assert not prefers_pairs(1, 0) and prefers_pairs(1, 1)
+    assert not prefers_pairs(3, edge - 1) and prefers_pairs(3, edge)
+
+    def add_row(store: SimStore, row_id: int, value: int) -> None:
+        with store.engine.begin() as conn:
+            conn.execute(
+                sa.insert(fingerprints).values(
+                    id=row_id,
+                    ns_id=store.ns_id,
+                    key=f"k{row_id}",
+                    fp=to_signed(value),
+                    **dict(zip(("b0", "b1", "b2", "b3"), bands(value), strict=True)),
+                    added_at=AT,
+                    part=0,
+                    text=None,
+                )
+            )
+
+    with SimStore(f"sqlite:///{tmp_path / 'store.db'}", policy=SimHashOnly()) as store:
+        assert store.lookup_plan(1) == "bands"  # no row yet
+        add_row(store, 1, 0x0123_4567_89AB_CDEF)
+        assert store.lookup_plan(1, refresh=True) == "pairs"  # ids 1..1: one row
+        add_row(store, edge - 1, 0x0FED_CBA9_8765_4321)
+        assert store.lookup_plan(3, refresh=True) == "bands"  # ids 1..edge-1
+        add_row(store, edge, 0x1111_2222_3333_4444)
+        assert store.lookup_plan(3, refresh=True) == "pairs"  # ids 1..edge
+
+
 def test_unknown_lookup_is_refused(tmp_path: object) -> None:
     from simstore.errors import InvalidInput
 
-    with pytest.raises(InvalidInput, match="lookup"):
+    with pytest.raises(
+        InvalidInput, match="lookup must be one of auto, bands, pairs, got 'fastest'"
+    ):
         SimStore("sqlite://", lookup="fastest")

@@ -16,6 +16,7 @@ import pytest
 
 from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput
+from simstore.policy.policies import SimHashVerification
 from simstore.text import minhash
 from tests.conftest import StoreFactory
 
@@ -71,6 +72,11 @@ def test_a_larger_radius_probes_the_bands_and_finds_exactly_what_is_within_it(
     assert not set(bands(BASE)) & set(bands(eight))
     assert [(m.key, m.distance) for m in store.query(fingerprint=eight)] == [("kept", 8)]
     assert store.query(fingerprint=nine) == []
+    # a batch of two goes through the finder's batch join, which must keep the same edge
+    assert [[(m.key, m.distance) for m in found] for found in store.query_many([eight, nine])] == [
+        [("kept", 8)],
+        [],
+    ]
     assert not store.add(key="eight", fingerprint=eight, at=AT).inserted
     assert store.add(key="nine", fingerprint=nine, at=AT).inserted
 
@@ -134,3 +140,27 @@ def test_the_shortest_window_still_finds_a_copy_added_at_the_same_moment(
     assert store.add(POST, key="a", at=AT).inserted
     assert not store.add(POST, key="b", at=AT).inserted
     assert store.add(POST, key="c", at=AT + timedelta(seconds=2)).inserted
+
+
+def test_a_text_finds_a_bare_fingerprint_another_store_kept(make_store: StoreFactory) -> None:
+    # the rows kept without a signature are found by SimHash bands only, which a text's add
+    # searches when its lock statement reads that the namespace holds such a row: a store that
+    # has not written one itself must take that answer (Finder._has_unsigned_rows)
+    make_store().add(key="bare", fingerprint=fingerprint(POST), at=AT)
+    decision = make_store().add(POST, key="text", at=AT)
+    assert decision.duplicate_of is not None
+    assert (decision.duplicate_of.key, decision.duplicate_of.distance) == ("bare", 0)
+
+
+def test_a_short_text_is_decided_against_a_bare_fingerprint_at_the_stores_radius(
+    make_store: StoreFactory,
+) -> None:
+    # SimHashVerification looks at a short text's candidates within short_radius (7 bits), but
+    # one kept without a text has nothing to compare with: the store's max_distance (2) decides,
+    # which the finder hands to the policy with the candidates (Finder._matches)
+    store = make_store(policy=SimHashVerification(), max_distance=2)
+    value = fingerprint(POST)
+    store.add(key="three", fingerprint=flipped(value, 1, 2, 3), at=AT)
+    assert store.query(POST, now=AT) == []
+    store.add(key="two", fingerprint=flipped(value, 10, 20), at=AT)  # 5 bits from "three"
+    assert [(m.key, m.distance) for m in store.query(POST, now=AT)] == [("two", 2)]

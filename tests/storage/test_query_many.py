@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import string
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -11,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from simstore.errors import InvalidInput, InvalidType
+from simstore.policy import batch
 from simstore.policy.policies import SimHashOnly
 from simstore.store import SimStore
+from simstore.text import minhash
 
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus.jsonl"
 
@@ -132,3 +135,46 @@ def test_query_many_refuses_with_the_messages_query_gives(
         "keys name the queries for in_order=True: give in_order=True too"
     )
     store.close()
+
+
+def test_a_long_text_in_a_batch_needs_two_shared_band_keys_as_alone(
+    make_store: Callable[..., SimStore],
+) -> None:
+    """A batch counts each kept row's shared band keys per query (``Finder._lsh_candidates``) as
+    the database counts them for one query: a long text's candidate shares ``min_bands`` (2)
+    keys with it. Pins that count at its edges: one key, one key each of two rows, two keys.
+
+    Expected values: the shared keys and the containment estimates are computed here with
+    ``batch.sign`` and ``simstore.text.minhash``; each query is ``kept`` with another block of
+    words appended, so that the policy's long-text containment rule (0.95) would merge it with
+    ``kept`` if it were a candidate (the seeds were picked for the key counts)."""
+    rng = random.Random(29)
+    words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(3000)]
+    kept = " ".join(rng.choices(words, k=130))
+    other = " ".join(random.Random(413).choices(words, k=110))  # kept too
+    one_key, two_keys, one_each = (
+        f"{kept} {' '.join(random.Random(seed).choices(words, k=110))}" for seed in (223, 13, 413)
+    )
+    signed = batch.sign([kept, other, one_key, two_keys, one_each])
+    assert all(item.text is None for item in signed)  # long texts: min_shared is min_bands
+    keys = [set(item.band_keys) for item in signed]
+    assert [(len(keys[i] & keys[0]), len(keys[i] & keys[1])) for i in (2, 3, 4)] == [
+        (1, 0),
+        (2, 0),
+        (1, 1),
+    ]
+    kept_signature = signed[0].signature
+    assert kept_signature is not None
+    kept_size = minhash.size_of(kept_signature)
+    for item in signed[2:]:
+        assert item.signature is not None and kept_size is not None
+        size = minhash.size_of(item.signature)
+        assert size is not None and min(size, kept_size) >= max(size, kept_size) / 2
+        estimate = minhash.estimate(item.signature, kept_signature)
+        assert minhash.contained(estimate, size, kept_size) >= 0.95
+    store = make_store()
+    assert store.add(kept, key="kept").inserted
+    assert store.add(other, key="other").inserted
+    answered = store.query_many([one_key, two_keys, one_each])
+    assert [[m.key for m in found] for found in answered] == [[], ["kept"], []]
+    assert answered == [store.query(text) for text in (one_key, two_keys, one_each)]
