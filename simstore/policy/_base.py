@@ -214,6 +214,11 @@ class Policy(ABC):
         self.sign(items)
         return list(items)
 
+    def plan_kept(self, item: Item, max_distance: int) -> None:  # noqa: B027 - optional
+        """Fill in, for a kept row read back as an item (``near_misses``, ``explain``), the
+        radius and bars its text was planned with that its row does not hold; the row's
+        fingerprint, kept text and signature are there, the radius is the store's."""
+
     @staticmethod
     def by_radius(item: Item, signature: bytes | None) -> bool:
         """Whether a kept row with this signature is a candidate of ``item`` by SimHash radius:
@@ -376,6 +381,12 @@ class SimHashVerification(Policy):
         normalised = default_normalise(text)
         item.radius, item.threshold = self.radius_and_threshold(len(normalised), max_distance)
         item.text = normalised if item.threshold is not None else None
+
+    def plan_kept(self, item: Item, max_distance: int) -> None:
+        # a row keeps its normalised text exactly when it was verified (``plan``): its length
+        # gives the radius and bar it was decided by
+        if item.text is not None:
+            item.radius, item.threshold = self.radius_and_threshold(len(item.text), max_distance)
 
     def score(self, a: str, b: str) -> float:
         """Similarity of two normalised texts under the policy's measure."""

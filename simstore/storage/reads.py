@@ -54,7 +54,8 @@ def kept_text(scope: Scope, key: str) -> str | None:
 
 def kept_row(conn: Connection, scope: Scope, key: str) -> KeptRow | None:
     """Kept ``key`` as the planned item it stands for (its fingerprint, kept text, signature and
-    band keys; radius the store's), None when it is not a kept key. The namespace is checked."""
+    band keys; radius the store's unless the policy says otherwise: ``Policy.plan_kept``), None
+    when it is not a kept key. The namespace is checked."""
     row = conn.execute(
         sa.select(
             fingerprints.c.id,
@@ -71,6 +72,7 @@ def kept_row(conn: Connection, scope: Scope, key: str) -> KeptRow | None:
     stored = stored_text_of(row.text, row.packed_text)
     text, whole, common = (None, None, frozenset[int]()) if stored is None else unmarked(stored)
     item = Item(key, from_signed(int(row.fp)), None, scope.max_distance, text=text, planned=True)
+    scope.policy.plan_kept(item, scope.max_distance)
     if row.signature is not None:
         item.signature = bytes(row.signature)
         item.band_keys = minhash.stored_band_keys([item.signature], scope.policy.minhash_bands)[0]

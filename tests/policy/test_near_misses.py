@@ -11,7 +11,9 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from simstore import fingerprint
+from simstore import fingerprint, hamming
+from simstore.policy.policies import SimHashVerification
+from simstore.text._algorithms import default_normalise
 from simstore.text.similarity import jaccard
 from tests.conftest import StoreFactory
 
@@ -112,3 +114,36 @@ def test_the_report_shows_the_refused_side_of_the_threshold(make_store: StoreFac
     refused = html[html.index('id="refused"') :]
     assert "<code>eleven</code> kept apart from <code>nine</code>" in refused
     assert "look-alike" in refused and "(number)" in refused
+
+
+def test_a_verified_short_texts_near_misses_are_judged_by_its_bar_and_radius(
+    make_store: StoreFactory,
+) -> None:
+    # simhash-verified keeps a short text's normalised text and decides it by Jaccard >= 0.8
+    # over candidates within 7 bits; read back for near_misses, the kept text was judged by the
+    # store's radius alone (3 bits): a pair the store kept was called a duplicate, and a
+    # candidate 7 bits away was not shown at all
+    kept = "today cat lazy red slow brown fox tea"
+    three_bits = "fox lazy red slow brown tea today cat"  # the same words in other orders
+    seven_bits = "today brown fox slow cat lazy red tea"
+    policy = SimHashVerification()
+    # the preconditions, from the fingerprints and the documented measure (computed here)
+    assert hamming(fingerprint(kept), fingerprint(three_bits)) == 3
+    assert hamming(fingerprint(kept), fingerprint(seven_bits)) == 7
+    for text in (three_bits, seven_bits):
+        assert jaccard(default_normalise(kept), default_normalise(text), n=3) < policy.threshold
+    store = make_store(policy="simhash-verified")
+    for key, text in (("kept", kept), ("three", three_bits), ("seven", seven_bits)):
+        assert store.add(text, key=key, at=T0).inserted  # each refused by its score: kept
+    [judged] = store.near_misses("three")
+    assert (judged.key, judged.matched, judged.measure, judged.threshold) == (
+        "kept",
+        False,
+        "jaccard",
+        0.8,
+    )
+    assert judged.reason == "score under the threshold"
+    between = hamming(fingerprint(three_bits), fingerprint(seven_bits))
+    expected = {"kept": 7} | ({"three": between} if between <= 7 else {})
+    assert {j.key: j.distance for j in store.near_misses("seven")} == expected
+    assert not any(j.matched for j in store.near_misses("seven"))
