@@ -237,6 +237,7 @@ def test_a_purge_evicts_the_oldest_past_the_cap(
     # a cap without a window: no window, no edge, the namespace's partition length, each flag
     assert (dry.keep, dry.before, dry.partition_seconds, dry.dry_run) == (None, None, 3600, True)
     assert (purged.before, purged.partition_seconds, purged.dry_run) == (None, 3600, False)
+    assert (purged.fingerprints, purged.decisions, purged.partition_rows) == (0, 0, 0)
     assert [key for key, _ in CAPPED if store.get(key) is not None] == left
     # exactly at the cap nothing is evicted, nor logged as evicted (expiry.over_cap: "past")
     assert any(m.startswith("evicted ") for m in caplog.messages) is (cap < 5)
