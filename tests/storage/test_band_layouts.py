@@ -15,6 +15,7 @@ from simstore.errors import InvalidInput
 from simstore.io import handover
 from simstore.policy import batch
 from simstore.policy.policies import MinHashVerification, policy_from_recipe
+from simstore.storage.schema import namespaces
 from simstore.store import SimStore
 from simstore.text import minhash
 from tests._workers import stored_band_keys
@@ -105,6 +106,29 @@ def test_purge_and_remove_leave_no_band_key_rows(
         assert stored_band_keys(conn, namespace=store.namespace) == []
 
 
+@pytest.mark.parametrize("recorded", ["not json", '{"params": {"minhash_bands": "9x9"}}'])
+def test_a_row_of_a_namespace_whose_recipe_names_no_layout_still_loses_its_band_keys(
+    make_store: StoreFactory, engine: sa.Engine, recorded: str
+) -> None:
+    # maintenance._layouts: a recipe unreadable, or naming no known layout, once the store is
+    # open: a removed row's keys are deleted under every layout, so none is left behind
+    store = make_store()
+    store.add(LONG, key="long", at=AT)
+    store.add(KEPT, key="kept", at=AT)
+    with engine.connect() as conn:
+        kept = stored_band_keys(conn, namespace=store.namespace)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(namespaces).where(namespaces.c.id == store.ns_id).values(policy=recorded)
+        )
+    assert store.remove("long")
+    with engine.connect() as conn:
+        left = stored_band_keys(conn, namespace=store.namespace)
+    signed = batch.sign([KEPT], policy=store.policy)[0]
+    assert left == sorted(signed.band_keys) and len(left) < len(kept)
+    store.close()
+
+
 def test_a_recipe_1_namespace_keeps_its_keys_and_decisions(tmp_path: Path) -> None:
     # a database of simstore 0.4.0's schema; its namespace recorded recipe 1 and 16 x 4 keys
     path = tmp_path / "frozen.sqlite"
@@ -123,7 +147,12 @@ def test_a_recipe_1_namespace_keeps_its_keys_and_decisions(tmp_path: Path) -> No
         with engine.connect() as conn:
             assert set(mine.band_keys) <= set(stored_band_keys(conn, namespace="default"))
         assert old.remove("kept") and old.remove("edited")
-        old.purge(now=AT + timedelta(days=3650))  # every row 0.4.0 kept goes
+        with engine.connect() as conn:
+            left = stored_band_keys(conn, namespace="default")
+        purged = old.purge_counts(now=AT + timedelta(days=3650))  # every row 0.4.0 kept goes
+        # its recipe names no layout: its keys are 16 x 4's (minhash.LAYOUT), counted as they
+        # go, not those of every layout
+        assert purged is not None and purged.band_keys == len(left)
         with engine.connect() as conn:
             assert stored_band_keys(conn, namespace="default") == []
     with SimStore(url, namespace="default") as reopened:  # the record is not rewritten

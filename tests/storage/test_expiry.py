@@ -9,6 +9,7 @@ the 10:00 partition goes at 13:45.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import random
 import uuid
@@ -23,7 +24,7 @@ from simstore.errors import InvalidInput, InvalidType, PolicyMismatch
 from simstore.io.handover import LoadRow
 from simstore.policy import batch
 from simstore.policy.policies import MinHashVerification, SimHashOnly, policy_with
-from simstore.storage import expiry, locking, migrate, partitions
+from simstore.storage import expiry, locking, maintenance, migrate, partitions
 from simstore.storage.db import create_engine_for
 from simstore.storage.namespaces import drop
 from simstore.storage.schema import fingerprints, namespaces, settings
@@ -221,8 +222,9 @@ def _capped(make_store: StoreFactory, **options: object) -> SimStore:
     ],
 )
 def test_a_purge_evicts_the_oldest_past_the_cap(
-    make_store: StoreFactory, cap: int, left: list[str]
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture, cap: int, left: list[str]
 ) -> None:
+    caplog.set_level(logging.INFO, logger="simstore")
     store = _capped(make_store)
     store.set_max_kept(cap)
     assert store.max_kept == cap
@@ -231,7 +233,14 @@ def test_a_purge_evicts_the_oldest_past_the_cap(
     assert store.stats().kept == 5  # a dry run writes nothing
     purged = store.purge_counts()
     assert purged is not None and purged.evicted == 5 - len(left) and purged.keep is None
+    assert purged.band_keys == 0  # rows added by fingerprint have none, also when nothing goes
+    # a cap without a window: no window, no edge, the namespace's partition length, each flag
+    assert (dry.keep, dry.before, dry.partition_seconds, dry.dry_run) == (None, None, 3600, True)
+    assert (purged.before, purged.partition_seconds, purged.dry_run) == (None, 3600, False)
+    assert (purged.fingerprints, purged.decisions, purged.partition_rows) == (0, 0, 0)
     assert [key for key, _ in CAPPED if store.get(key) is not None] == left
+    # exactly at the cap nothing is evicted, nor logged as evicted (expiry.over_cap: "past")
+    assert any(m.startswith("evicted ") for m in caplog.messages) is (cap < 5)
     stats = store.stats()
     assert (stats.kept, stats.max_kept) == (len(left), cap)
     store.close()
@@ -260,6 +269,68 @@ def test_the_window_goes_first_then_the_cap(make_store: StoreFactory) -> None:
     purged = store.purge_counts(now=now)
     assert purged is not None and (purged.fingerprints, purged.evicted) == (2, 2)
     assert [key for key, _ in CAPPED if store.get(key) is not None] == ["h3-new"]
+    store.close()
+
+
+def test_the_cap_evicts_its_own_namespaces_oldest_by_time_with_their_band_keys(
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The partitions before the one that crosses the cap go whole (08:00's), then that one's
+    oldest rows by time, not by id ("early" is added after "late"), of its own namespace only
+    (another's older row in that partition stays); the band keys of all that goes are counted,
+    and the eviction is logged."""
+    caplog.set_level(logging.INFO, logger="simstore")
+    store = make_store(partition="1h")
+    other = make_store(namespace=f"other-{uuid.uuid4().hex[:8]}", partition="1h")
+    other.add(OTHER, key="oldest", at=T0 - timedelta(minutes=55))  # 09:05, the 09:00 partition
+    store.add(TEXT, key="late", at=T0 - timedelta(minutes=20))  # 09:40
+    store.add(OTHER, key="early", at=T0 - timedelta(minutes=50))  # 09:10
+    store.add(key="h2", fingerprint=0x5555 << 40, at=T0)  # 10:00, no band keys
+    store.add(_raced_text(5), key="ancient", at=T0 - timedelta(hours=2))  # 08:00
+    before = _band_keys(store)
+    store.set_max_kept(2)
+    # newest first: 10:00 holds 1, 09:00 2, 08:00 1: the cap cuts 09:00 with one row too many
+    purged = store.purge_counts()
+    assert purged is not None and (purged.evicted, purged.fingerprints) == (2, 0)
+    left = [key for key in ("ancient", "late", "early", "h2") if store.get(key) is not None]
+    assert left == ["late", "h2"]
+    assert other.get("oldest") is not None
+    after = _band_keys(store)
+    assert 0 < len(after) < len(before) and purged.band_keys == len(before) - len(after)
+    said = f"evicted 2 kept texts past the cap of 2 from {store.namespace}"
+    assert said in caplog.messages
+    other.close()
+    store.close()
+
+
+def test_purges_and_evictions_go_on_past_a_full_batch(
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of two rows (PURGE_BATCH_ROWS lowered: the loops, not the size, are pinned): a
+    window purge deletes all five kept texts (with their band keys) and five decisions of the
+    09:00 partition, and the cap then evicts three of the five rows of the 11:00 partition, not
+    just a batch of them."""
+    monkeypatch.setattr(maintenance, "PURGE_BATCH_ROWS", 2)
+    store = make_store(partition="1h", keep="2h")
+    for number in range(5):
+        text, value = _raced_text(number), (0x1111 * (number + 1)) << 40
+        store.add(text, key=f"old{number}", at=T0 - timedelta(minutes=50))
+        assert not store.add(text + "!", key=f"dup{number}", at=T0 - timedelta(minutes=40)).inserted
+        store.add(
+            key=f"new{number}", fingerprint=value ^ (1 << 20), at=SEEN + timedelta(seconds=number)
+        )
+    store.set_max_kept(2)
+    keys = len(_band_keys(store))
+    assert keys >= 5 * 10  # the old texts' band keys (the new rows, added by value, have none)
+    now = T0 + timedelta(hours=2, minutes=30)  # the window starts at 10:30: 09:00 goes
+    dry = store.purge_counts(now=now, dry_run=True)
+    purged = store.purge_counts(now=now)
+    assert dry is not None and purged is not None
+    assert (dry.fingerprints, dry.decisions, dry.evicted, dry.band_keys) == (5, 5, 3, keys)
+    assert (purged.fingerprints, purged.decisions, purged.evicted) == (5, 5, 3)
+    assert purged.band_keys == keys and _band_keys(store) == []
+    assert store.stats().kept == 2 and store.stats().decisions == 2
+    assert [n for n in range(5) if store.get(f"new{n}") is not None] == [3, 4]
     store.close()
 
 

@@ -149,6 +149,68 @@ def test_a_partition_goes_once_its_end_is_keep_old(caplog: pytest.LogCaptureFixt
     assert f"dropped partition {march1} (3 rows)" in caplog.messages
 
 
+def test_a_dry_run_counts_dropped_partitions_and_the_windows_rows_apart_at_their_edges() -> None:
+    """Interval 1d, keep 2d, purged at March 4, 06:00 by a store whose own window (1d) is shorter:
+    the partitions ending by March 2, 06:00 go whole, which is March 1's (it ends at 00:00): its
+    kept text and decision. A row at March 2, 00:00 (the first second of a partition that stays)
+    and one of 10:00, with its duplicate, go row by row (the window starts March 3, 06:00), with
+    their band keys; the dry run counts each once, where the purge then deletes it."""
+    url = _partitioned_url()
+    _enable(url, now=DAY0 - timedelta(days=1))  # partitions from March 1 on
+    march2 = datetime(2026, 3, 2)
+    texts = [
+        "The river ferry timetable changes for the spring season, with boats every half hour.",
+        "Volunteers planted two hundred oak saplings along the northern bank on Saturday.",
+        "The old stone bridge closes for repairs from Monday; buses will take its traffic.",
+        "A new bakery on the market square sells rye bread baked in a wood-fired oven.",
+    ]
+    with SimStore(url, keep="1d", partition="1h") as store:
+        store.add(texts[0], key="dropped", at=DAY0)  # March 1, 10:00
+        assert not store.add(texts[0] + "!", key="dropped-dup", at=DAY0).inserted
+        store.add(texts[1], key="edge", at=march2)
+        store.add(texts[2], key="row", at=march2 + timedelta(hours=10))
+        assert not store.add(
+            texts[2] + "!", key="row-dup", at=march2 + timedelta(hours=10)
+        ).inserted
+        store.add(texts[3], key="kept", at=datetime(2026, 3, 3, 12))
+        now = datetime(2026, 3, 4, 6)
+        dry = store.purge_counts(now=now, dry_run=True)
+        assert dry is not None
+        assert (dry.partition_rows, dry.fingerprints, dry.decisions) == (2, 2, 1)
+        assert dry.band_keys == 2 * KEYS  # "edge"'s and "row"'s (a key a band)
+        done = store.purge_counts(now=now)
+        assert done is not None
+        counted = (done.partition_rows, done.fingerprints, done.decisions, done.band_keys)
+        assert counted == (2, 2, 1, 2 * KEYS)
+        keys = ("dropped", "dropped-dup", "edge", "row", "row-dup", "kept")
+        assert [key for key in keys if store.get(key) is not None] == ["kept"]
+        assert _band_key_rows(url) == KEYS
+
+
+def test_the_legacy_partition_counts_as_dropped_once_its_end_is_keep_old() -> None:
+    """Rows from before partitioning (February 28 and March 1, 10:00) sit in the legacy partition,
+    which ends at the first boundary, March 2, 00:00 (interval 1d, keep 2d). At March 3, 12:00 it
+    is not dropped (now - keep, March 1, 12:00, floored to the interval is before its end): the
+    store's 1d window takes both rows row by row, and the dry run counts them so. At March 4,
+    06:00 (now - keep floored is the first boundary itself) it goes whole, counted as dropped."""
+    url = _partitioned_url()
+    with SimStore(url, keep="1d", partition="1h", policy=SimHashOnly()) as store:
+        store.add(fingerprint=0x1111_2222_3333_4444, key="feb28", at=DAY0 - timedelta(days=1))
+        store.add(fingerprint=0x5555_6666_7777_8888, key="march1", at=DAY0)
+    _enable(url, now=DAY0 + timedelta(hours=1))
+    with SimStore(url, keep="1d", partition="1h", policy=SimHashOnly()) as store:
+        kept = store.purge_counts(now=datetime(2026, 3, 3, 12), dry_run=True)
+        assert kept is not None and (kept.partition_rows, kept.fingerprints) == (0, 2)
+        edge = datetime(2026, 3, 4, 6)
+        dry = store.purge_counts(now=edge, dry_run=True)
+        done = store.purge_counts(now=edge)
+        assert dry is not None and done is not None
+        assert (dry.partition_rows, dry.fingerprints) == (done.partition_rows, done.fingerprints)
+        assert (done.partition_rows, done.fingerprints) == (2, 0)
+        assert "simstore_fingerprints_p_legacy" not in _names(url)
+        assert store.get("feb28") is None and store.get("march1") is None
+
+
 def test_no_partition_is_made_over_rows_in_the_default_partition(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

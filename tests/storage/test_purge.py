@@ -7,8 +7,13 @@ window starts at 10:30, inside the 10:00 partition, which stays whole; rows of 0
 
 from __future__ import annotations
 
+import logging
+import uuid
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
+from simstore.errors import InvalidType
 from simstore.store import SimStore
 from tests._workers import stored_band_keys
 from tests.conftest import StoreFactory
@@ -36,8 +41,9 @@ def _band_keys(store: SimStore) -> int:
 
 
 def test_a_dry_run_counts_what_the_purge_deletes_at_the_partition_edge(
-    make_store: StoreFactory,
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="simstore")
     store = make_store(keep="2h", partition="1h")
     before = EDGE - timedelta(seconds=1)  # the last second of the 09:00 partition
     store.add(key="old", fingerprint=A, at=before)
@@ -56,12 +62,49 @@ def test_a_dry_run_counts_what_the_purge_deletes_at_the_partition_edge(
     assert dry is not None and dry.dry_run
     assert (dry.fingerprints, dry.decisions, dry.band_keys) == (2, 1, text_keys)
     assert dry.before == EDGE
+    # what a purge reports besides its counts: the window, the partition length, no partition
+    # dropped (none of these databases is partitioned)
+    assert (dry.keep, dry.partition_seconds, dry.partition_rows) == (timedelta(hours=2), 3600, 0)
     assert len(_keys(store)) == 7 and _band_keys(store) == every_key  # nothing was written
 
     done = store.purge_counts(now=NOW)
-    assert done is not None and not done.dry_run
+    assert done is not None and done.dry_run is False
     assert (done.fingerprints, done.decisions, done.band_keys) == (2, 1, text_keys)
+    assert (done.keep, done.before, done.partition_seconds, done.partition_rows) == (
+        timedelta(hours=2),
+        EDGE,
+        3600,
+        0,
+    )
+    # the log names the rows, the window's start (12:30 - 2h, naive UTC) and the namespace
+    said = f"purged 3 rows older than 2026-03-01 10:30:00 from {store.namespace}"
+    assert said in caplog.messages
     assert _keys(store) == ["edge", "edge-dup", "edge-text", "new"]
     assert _band_keys(store) == every_key - text_keys
     again = store.purge_counts(now=NOW, dry_run=True)
     assert again is not None and (again.fingerprints, again.decisions, again.band_keys) == (0, 0, 0)
+
+
+def test_a_purge_leaves_other_namespaces_rows_and_decisions(make_store: StoreFactory) -> None:
+    # the rows and decisions a purge deletes are its own namespace's: another namespace with the
+    # same rows in the same old partition keeps them all
+    store = make_store(keep="2h", partition="1h")
+    other = make_store(keep="2h", partition="1h", namespace=f"other-{uuid.uuid4().hex[:8]}")
+    before = EDGE - timedelta(minutes=30)  # 09:30, past the window at 12:30
+    for each in (store, other):
+        each.add(key="old", fingerprint=A, at=before)
+        each.add(key="old-dup", fingerprint=A ^ 1, at=before)
+    purged = store.purge_counts(now=NOW)
+    assert purged is not None and (purged.fingerprints, purged.decisions) == (1, 1)
+    assert store.get("old") is None and store.get("old-dup") is None
+    assert other.get("old") is not None and other.get("old-dup") is not None
+    assert (other.stats().kept, other.stats().decisions) == (1, 2)
+    other.close()
+    store.close()
+
+
+def test_a_dry_run_flag_that_is_not_a_bool_is_refused(make_store: StoreFactory) -> None:
+    store = make_store(keep="2h", partition="1h")
+    with pytest.raises(InvalidType, match=r"^dry_run must be a bool, not str$"):
+        store.purge_counts(now=NOW, dry_run="yes")  # type: ignore[arg-type]
+    store.close()

@@ -290,6 +290,24 @@ def test_remove_forgets_a_key(make_store: StoreFactory) -> None:
     assert store.add(LONG_ZH_EDIT, key="b").inserted
 
 
+def test_remove_forgets_a_key_of_its_own_namespace_only(make_store: StoreFactory) -> None:
+    # a kept key and a duplicate's key (a decision alone) are removed, each True, from this
+    # namespace; another namespace's rows of the same keys stay
+    store = make_store()
+    other = make_store(namespace=f"other-{uuid.uuid4().hex[:8]}")
+    for each in (store, other):
+        each.add(LONG_ZH, key="a")
+        assert not each.add(LONG_ZH_EDIT, key="a-dup").inserted
+    assert store.remove("a-dup") and store.get("a-dup") is None
+    assert store.remove("a") and store.get("a") is None
+    assert not store.remove("a") and not store.remove("missing")
+    assert other.get("a") is not None and other.get("a-dup") is not None
+    assert other.add(LONG_ZH_EDIT, key="again").duplicate_of is not None  # its band keys stay
+    assert (other.stats().kept, other.stats().decisions) == (1, 3)
+    other.close()
+    store.close()
+
+
 def test_unreachable_database_is_a_clear_error_without_password() -> None:
     url = "postgresql+psycopg://user:s3cret@127.0.0.1:1/nowhere"
     with pytest.raises(DatabaseUnavailable) as failure:
