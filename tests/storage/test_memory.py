@@ -466,6 +466,9 @@ def test_queries_of_one_call_count_each_other_only_in_order(
         assert [[match.key for match in found] for found in apart] == [[], []]
         ordered = store.query_many(queries, now=T0, in_order=True)
         assert [[match.key for match in found] for found in ordered] == [[], ["lone"]]
+        # a batch at a time, the memory of the batches before carries over (mutmut: the counts
+        # not handed to the finder survived, the call above being one batch)
+        assert store.query_many(queries, now=T0, in_order=True, batch_size=1) == ordered
         assert counted_lines(engine, store.scope.ns_id) == independent_counts(
             [MESSAGES[0] + "\n\n" + FOOTER, MESSAGES[1] + "\n\n" + FOOTER]
         )
