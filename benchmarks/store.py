@@ -2,7 +2,7 @@
 ``add_many`` of text against datasketch, and two checkouts side by side.
 
     python -m benchmarks store [--url URL] [--rows 1000000] [--fill add_many|load|existing]
-    python -m benchmarks add-many [--texts 20000] [--rounds 2] [--batch 1000]
+    python -m benchmarks add-many [--texts 20000] [--rounds 2] [--batch 1000] [--corpus template]
     python -m benchmarks versions --before CHECKOUT [--url URL] [--texts 20000]
 
 ``store`` (``latency``). First, bulk speed: ``add_many`` of ``--bulk-rows`` fingerprints into an
@@ -23,7 +23,11 @@ SQLite file, and datasketch: for each document a ``MinHash`` of its character 5-
 whitespace collapsed; 96 permutations) and ``MinHashLSH(num_perm=96, params=(16, 4))``, simstore's
 band scheme: ``query``, then ``insert`` when nothing is found. It keeps nothing on disk, decides by
 LSH collision alone and so does less than the store: it is the peer, not an equal. Prints
-documents per second and the ratios to datasketch, per round and the median.
+documents per second and the ratios to datasketch, per round and the median. ``--corpus
+template``: instead of the dataset, notices of one template that differ by their numbers (an
+order, a date, a parcel), none a duplicate of another: every kept one is a candidate of the next,
+the store's worst case (each candidate is checked by the look-alike rule; datasketch keeps the
+first only, since it decides by collision).
 
 ``versions``. Single ``query(text)`` and ``add(text)`` latency of two checkouts, alternating. Each
 checkout fills a database of its own (a fresh SQLite file, or a new database on the server given
@@ -379,13 +383,24 @@ def datasketch_run(texts: Sequence[str]) -> tuple[float, int]:
     return time.perf_counter() - started, kept
 
 
+def template_texts(count: int) -> list[str]:
+    """``count`` notices of one template, each with numbers of its own (``--corpus template``)."""
+    return [
+        f"Your order {100_000 + n} has shipped from our warehouse on 2026-{1 + n % 12:02d}-"
+        f"{1 + n % 28:02d} in parcel {7 * n + 3}. It will arrive within three working days; "
+        "thank you for shopping with us."
+        for n in range(count)
+    ]
+
+
 def add_many(argv: Sequence[str]) -> None:
     parser = cli.parser("add-many", __doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--corpus", choices=("dataset", "template"), default="dataset")
     args = parser.parse_args(argv)
-    texts = dataset_texts(args.texts)
+    texts = dataset_texts(args.texts) if args.corpus == "dataset" else template_texts(args.texts)
     volume = sum(map(len, texts))
     print(f"{len(texts)} documents, {volume / len(texts):,.0f} characters on average")
     systems: dict[str, Callable[[], tuple[float, int]]] = {

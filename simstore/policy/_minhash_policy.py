@@ -604,10 +604,11 @@ class MinHashVerification(Policy):
         """Whether a short text and a kept one are one template filled with other content."""
         if not self.identity_rule:
             return self._lookalike(item.text or "", kept_text)
-        return bool(self._short_swaps(item, kept_text))
+        return bool(self._short_swaps(item, kept_text, first=True))
 
-    def _short_swaps(self, item: Item, kept_text: str) -> list[Swap]:
-        """The identity swaps between a short text and a kept one (none when they are merged)."""
+    def _short_swaps(self, item: Item, kept_text: str, first: bool = False) -> list[Swap]:
+        """The identity swaps between a short text and a kept one (none when they are merged;
+        ``first``: the first one found alone)."""
         if not self._sets_apart():
             return []
         return identity_swaps(
@@ -617,6 +618,7 @@ class MinHashVerification(Policy):
             typos=self.typos,
             numbers=self.numbers_matter,
             cjk_replaced=self.cjk_replaced,
+            first=first,
         )
 
     def _long_lookalike(self, item: Item, kept: Item | Kept) -> bool:

@@ -120,10 +120,11 @@ def tokens(text: str) -> tuple[str, ...]:
     return tuple(_TOKEN.findall(text))
 
 
-@functools.lru_cache(maxsize=256)
-def _tokens(text: str) -> tuple[tuple[str, ...], Counter[str]]:
+@functools.lru_cache(maxsize=1024)  # a text is held against many kept ones: read it once
+def _tokens(text: str) -> tuple[tuple[str, ...], Counter[str], Counter[str]]:
+    """A text's tokens, their counts and its numbers (``_numbers``); read only."""
     found = tokens(text)
-    return found, Counter(found)
+    return found, Counter(found), _numbers(found)
 
 
 def _is_number(token: str) -> bool:
@@ -220,22 +221,27 @@ def identity_swaps(
     numbers: bool = True,
     whole: bool = True,
     cjk_replaced: int | None = None,
+    first: bool = False,
 ) -> list[Swap]:
     """The places where comparison text ``new`` holds other tokens than ``old`` that are its
     identity (see the module's docstring); empty when the two differ only by edits.
     ``numbers`` False: numbers are ordinary tokens; ``whole`` False: the texts are parts (two
     openings), whose numbers are judged where they align, not over the whole;
     ``cjk_replaced``: places where Chinese words other than nouns stand for others that an edit
-    may hold (None: none, and no noun is told from another word)."""
+    may hold (None: none, and no noun is told from another word); ``first``: the first swap
+    found alone, for a caller that asks whether there is one (a template's texts, which differ
+    by a number, are told apart without aligning them)."""
     if old == new:
         return []
-    left, left_counts = _tokens(old)
-    right, right_counts = _tokens(new)
+    left, left_counts, left_numbers = _tokens(old)
+    right, right_counts, right_numbers = _tokens(new)
     swaps: list[Swap] = []
     if numbers and whole:
-        swap = _number_swap(_numbers(left), _numbers(right))
+        swap = _number_swap(left_numbers, right_numbers)
         if swap is not None:
             swaps.append(swap)
+            if first:
+                return swaps
     gaps: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
     starts: list[int] = []
     end_left = end_right = 0
@@ -269,6 +275,8 @@ def identity_swaps(
         if why is not None:
             glue = "" if why == "words" else " "  # CJK characters are written together
             (words if why == "words" else swaps).append(Swap(glue.join(a), glue.join(b), why))
+            if first and swaps:
+                return swaps
     swaps.extend(cjk_identity(words, cjk_replaced))
     return list(dict.fromkeys(swaps))  # a recurring swap is named once
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from simstore.text import minhash
@@ -264,3 +264,26 @@ def test_mostly_cjk_counts_tokens_that_are_one_cjk_character(text: str) -> None:
     found = tokens(text)
     expected = 2 * sum(1 for t in found if _is_cjk_character(t)) > len(found)
     assert mostly_cjk(found) is expected
+
+
+_PIECES = ["the", "new", "release", "of", "gcc", "c++", "1.2", "1.3", "2024", "Alice", "Bob"]
+_PIECES += ["--verbose", "-v", "etc/ssh", "中", "文", "版", "本", "三", "四", "\n"]
+
+
+@given(
+    st.lists(st.sampled_from(_PIECES), min_size=1, max_size=14),
+    st.lists(st.sampled_from(_PIECES), min_size=1, max_size=14),
+)
+@example(["version", "1.2", "of", "gcc"], ["version", "1.3", "of", "gcc"])  # a number: at once
+@example(["gcc", "and", "c++"], ["clang", "and", "c"])  # found while aligning
+@example(["the", "中", "文", "release"], ["the", "版", "release"])  # CJK words: judged at the end
+@settings(deadline=None)  # the first CJK words load jieba's dictionary
+def test_the_first_swap_alone_is_the_first_of_all_swaps(old: list[str], new: list[str]) -> None:
+    # what the policy asks when it only needs to know whether two texts are told apart: the
+    # same answer, the first swap of the full list, or none when the full list is empty
+    old_text, new_text = " ".join(old), " ".join(new)
+    every = identity_swaps(old_text, new_text, context(old_text), cjk_replaced=0)
+    assert (
+        identity_swaps(old_text, new_text, context(old_text), cjk_replaced=0, first=True)
+        == (every[:1])
+    )
