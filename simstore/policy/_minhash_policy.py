@@ -487,18 +487,18 @@ class MinHashVerification(Policy):
             measure, score = "containment", contained
         if self._short_lookalike(item, other) or self._edges_only(item.text, kept_text):
             return None
-        if self._whole_swaps(item, kept):
+        if self._whole_swaps(item, kept, first=True):
             return None
         return Match(kept.key, kept.fingerprint, distance, kept.added_at, measure, round(score, 6))
 
-    def _whole_swaps(self, item: Item, kept: Kept) -> list[Swap]:
+    def _whole_swaps(self, item: Item, kept: Kept, first: bool = False) -> list[Swap]:
         """The identity swaps between the whole texts of two short texts, one of them with lines
         set aside: a line set aside is no evidence of a duplicate, and no more than that: one
         that carries the text's identity (a version, a name) still tells the two apart."""
         if (item.whole is None and kept.whole is None) or not self._sets_apart():
             return []
         whole = item if item.whole is None else dataclasses.replace(item, text=item.whole.text)
-        return self._short_swaps(whole, flat(kept.whole or kept.text or ""))
+        return self._short_swaps(whole, flat(kept.whole or kept.text or ""), first)
 
     def _edges_only(self, own: str, other: str) -> str | None:
         """What two short texts that the rule accepts share only at their edges (``"3 leading
