@@ -35,6 +35,7 @@ SUITES: dict[str, dict[str, tuple[str, tuple[str, ...], str]]] = {
         "window-default": ("window.default", (), "= window --policy default"),
         "window-server": ("window.server", (), "= window --url SERVER_URL"),
         "tail": ("window.tail", (), "the slowest queries of two checkouts on one filled window"),
+        "planted": ("window.planted", (), "the window's planted near-duplicates decided pair by pair: why each is missed"),
         "writers": ("writers", (), "adds/s with 1-8 writer processes on each database"),
         "footprint": ("footprint", ("bytes",), "bytes a kept text, by table and index, any database"),
         "purge": ("purge", (), "dropping a PostgreSQL partition against batched deletes"),

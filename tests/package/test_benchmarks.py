@@ -30,7 +30,7 @@ NAMES = (
     "fingerprint", "peers", "store", "add-many", "open", "planner", "verification", "versions",
     "window", "window-default", "window-server", "writers", "tail", "footprint", "purge",
     "soak-stores", "dataset", "quality", "presets", "candidates", "layouts", "traditional",
-    "spark",
+    "spark", "planted",
 )  # fmt: skip
 
 
@@ -116,6 +116,30 @@ def test_the_window_clock_splits_the_days_at_half() -> None:
     # texts of one step share a moment (one load call), the next step moves on
     size = corpus.step(20_000)
     assert corpus.moment(size - 1, 20_000) == corpus.moment(0, 20_000) < corpus.moment(size, 20_000)
+
+
+def test_the_planted_pairs_are_the_window_workloads_planted_texts(monkeypatch: Any) -> None:
+    """``planted`` explains the window's figures only if it draws the workload's own planted
+    texts: its near-duplicates are the ones ``corpus.workload`` marks planted (the reference), in
+    a pool of a few sentences instead of the dataset's."""
+    corpus = bench("common.corpus")
+    planted = bench("window.planted")
+    sentences = {
+        "en": [f"Sentence number {word} says something plain." for word in "abcdefghij"],
+        "zh": ["这是一个普通的句子。", "今天的天气很好。", "我们一起去公园散步吧。"],
+    }
+    monkeypatch.setattr(corpus, "SENTENCES", sentences)
+    monkeypatch.setattr(corpus, "TEMPLATES", [("en", 120), ("zh", 40), ("en", 300)])
+    for salt in (0, 2):
+        workload = corpus.workload(50, 40, salt)
+        pairs = planted.planted_pairs(50, 40, salt)
+        assert len(pairs) == 20
+        assert sorted(near for _original, near in pairs) == sorted(
+            text for text, was_planted in workload if was_planted
+        )
+        # each pair's first text is a filled text (one of the 50), its second made from it
+        filled = {corpus.compose(i) for i in range(50)}
+        assert all(original in filled for original, _near in pairs)
 
 
 def _rows(path: Path) -> list[tuple[Any, ...]]:
