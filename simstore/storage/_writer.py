@@ -487,10 +487,13 @@ def _insert_band_keys(
         params = {"ns": ns_id, **prepared.padded_params("k", chunk)}
         for row_id, key in statement.run(conn, params):
             ids[key] = int(row_id)
-    rows = [  # BandKeyRow's order, as plain tuples: a batch has ~16 a kept text
+    # BandKeyRow's order, as plain tuples (a batch has ~24 a kept text), sorted: the table is
+    # its primary key (SQLite WITHOUT ROWID, InnoDB's clustered index), so a batch's inserts walk
+    # the B-tree once, left to right, instead of a page at random per row
+    rows = sorted(
         (band_key, ns_id, row_id)
         for key, band_keys in kept
         for row_id in (ids[key],)
         for band_key in band_keys
-    ]
+    )
     prepared.insert_into(conn.dialect, minhash_keys).run_rows(conn, rows)
