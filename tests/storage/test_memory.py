@@ -151,6 +151,29 @@ def test_a_kept_text_keeps_its_whole_text_with_the_lines_set_aside_marked(
         assert store.add(MESSAGES[3], key="bare", at=T0).recorded_as == "3"
 
 
+def test_a_version_in_a_kept_texts_footer_set_aside_still_tells_a_new_release_apart(
+    make_store: StoreFactory,
+) -> None:
+    # A footer four texts carried is set aside for the kept text, which is compared without it;
+    # its whole text (the footer's release 4.2) still tells it from the same message under
+    # release 4.3, whose first footer line nothing counted. The reference is the in-memory
+    # decision (batch.dedup), which reads no stored row; the store must read the kept row's
+    # whole text back (_finder._as_kept) to decide the same.
+    def footer(release: str) -> str:
+        return (
+            f"Sent through release {release} of the mail gateway.\n"
+            "Unsubscribe from these notices at any time."
+        )
+
+    texts = [message + "\n" + footer("4.2") for message in MESSAGES[:4]]
+    texts += [MESSAGES[3] + "\n" + footer("4.3"), MESSAGES[3] + "\n" + footer("4.2")]
+    expected = [(v.kept, v.duplicate_of) for v in batch.dedup(texts, policy=POLICY)]
+    assert expected[4:] == [(True, None), (False, "3")]
+    with make_store(policy=POLICY) as store:
+        decided = [store.add(text, key=str(i), at=T0) for i, text in enumerate(texts)]
+        assert [(d.inserted, d.recorded_as) for d in decided] == expected
+
+
 def _load_rows(texts: list[str]) -> list[LoadRow]:
     """``batch.dedup``'s verdicts with the items a store keeps (after the memory set lines
     aside) and each text's line keys, as a hand-over carries them."""
