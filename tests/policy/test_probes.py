@@ -102,6 +102,23 @@ def test_pairs_respect_the_window(make_store: StoreFactory) -> None:
     assert store.query(fingerprint=value ^ 1, now=AT + timedelta(hours=2)) == []
 
 
+@pytest.mark.parametrize("lookup", ["bands", "pairs"])
+def test_a_row_in_the_first_partition_of_the_window_is_found(
+    make_store: StoreFactory, lookup: str
+) -> None:
+    # keep 1h, one-minute partitions: at 13:00 the window starts at 12:00:00 exactly, so its
+    # first partition (the cutoff, part >= cutoff in SQL) is 12:00-12:01, which holds a row kept
+    # at 12:00:30, inside the window; part > cutoff (mutmut's _prepared.pair_lookup__mutmut_19)
+    # left that partition out
+    store = make_store(lookup=lookup, policy=SimHashOnly(), keep="1h", partition="1m")
+    value = random.Random(4).getrandbits(64)
+    store.add(fingerprint=value, key="edge", at=AT + timedelta(seconds=30))
+    now = AT + timedelta(hours=1)
+    assert [m.key for m in store.query(fingerprint=value ^ 1, now=now)] == ["edge"]
+    assert store.query(fingerprint=value ^ 1, now=now + timedelta(seconds=31)) == []
+    store.close()
+
+
 def test_auto_switches_to_pairs_on_a_large_id_span(make_store: StoreFactory) -> None:
     store = make_store(policy=SimHashOnly())
     value = random.Random(5).getrandbits(64)

@@ -75,6 +75,26 @@ def test_a_duplicate_moves_its_kept_text_to_the_last_sighting(make_store: StoreF
     store.close()
 
 
+def test_a_sighting_moves_the_kept_text_of_its_own_namespace_only(
+    make_store: StoreFactory,
+) -> None:
+    # one key kept in two namespaces at 10:00: a copy seen at 11:30 in the first moves that
+    # namespace's row only (the move's UPDATE names the namespace as well as the key; without
+    # it, mutmut's _prepared.move_kept__mutmut_8 moved the other namespace's row too)
+    store = make_store(keep="2h", partition="1h", policy=LAST_SEEN)
+    other = make_store(
+        keep="2h", partition="1h", policy=LAST_SEEN, namespace=f"other-{uuid.uuid4().hex[:8]}"
+    )
+    assert store.add(TEXT, key="a", at=T0).inserted
+    assert other.add(OTHER, key="a", at=T0).inserted
+    duplicate = store.add(TEXT + " ", key="a-dup", at=SEEN)
+    assert duplicate.duplicate_of is not None and duplicate.duplicate_of.key == "a"
+    assert _row(store, "a") == (SEEN.replace(tzinfo=None), _hour(SEEN))
+    assert _row(other, "a") == (T0.replace(tzinfo=None), _hour(T0))
+    store.close()
+    other.close()
+
+
 def test_without_the_option_the_first_sighting_counts(make_store: StoreFactory) -> None:
     store = make_store(keep="2h", partition="1h")
     store.add(TEXT, key="a", at=T0)

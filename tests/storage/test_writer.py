@@ -213,6 +213,28 @@ def test_a_replay_and_get_answer_the_decision_first_made_in_their_own_namespace(
     assert store.get("b") == Decision("b", first.fingerprint, False, None, (), True, "a")
 
 
+def test_a_batch_s_texts_get_band_keys_of_their_own_namespace_s_rows(
+    make_store: StoreFactory,
+) -> None:
+    # a batch reads its new rows' ids back by key to write their MinHash band keys: a key
+    # kept in another namespace too must not lend that namespace's id (the read names the
+    # namespace; without it, mutmut's _prepared.ids_by_key__mutmut_6 gave this namespace's
+    # band keys to the other row, and the batch's text was never found again)
+    text = "the harbour ferry leaves at noon on sundays from the old stone pier"
+    other = "the night bus to the airport runs every forty minutes after midnight"
+    run = uuid.uuid4().hex[:8]
+    store = make_store(namespace=f"own-{run}")  # created first: the lower namespace id
+    store.add(key="0", fingerprint=D, at=AT)
+    elsewhere = make_store(namespace=f"other-{run}")
+    elsewhere.add(other, key="a", at=AT)
+    decided = list(store.add_many([("a", text), ("c", other)], at=AT))
+    assert [d.inserted for d in decided] == [True, True]
+    assert [m.key for m in store.query(text + "!")] == ["a"]
+    assert [m.key for m in elsewhere.query(text + "!")] == []
+    store.close()
+    elsewhere.close()
+
+
 def test_an_add_near_two_kept_fingerprints_names_both_matches_nearest_first(
     make_store: StoreFactory,
 ) -> None:
