@@ -136,6 +136,9 @@ def test_an_add_whose_commit_was_lost_says_so_as_checked(store: SimStore, killer
     reason = str(lost.orig).strip().splitlines()[0]
     assert f"lost during COMMIT ({reason})" in str(failed.value)
     assert "\n" not in str(failed.value)
+    assert str(failed.value).endswith(
+        "; it was not written (none of its keys is in the database, checked on a new connection)"
+    )
     assert store.get("b") is None
     assert store.add(TEXTS[1], key="b").inserted  # adding it again works
 
@@ -309,6 +312,11 @@ def test_a_batch_whose_commit_outcome_is_unknown_says_it_may_or_may_not_be_writt
         list(store.add_many([(f"k{i}", text) for i, text in enumerate(TEXTS)]))
     assert killer.fired == 1
     assert isinstance(failed.value.__cause__, CommitOutcomeUnknown)
+    assert str(failed.value.__cause__).endswith(
+        "; whether it was written is unknown (some of its keys are in the database, or hold other "
+        "decisions): look its keys up (SimStore.get(key), simstore show KEY) before adding them "
+        "again"
+    )
     assert str(failed.value).startswith("batch starting at item 0 may or may not have been written")
     assert "was not written" not in str(failed.value)
     assert failed.value.committed == 0
