@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from simstore.storage._checkpoint import Checkpointer
 from simstore.store import SimStore
@@ -125,6 +126,23 @@ def test_a_file_opened_again_after_its_last_store_closed_gets_a_thread_again(
     finally:
         store.close()
     assert Checkpointer.running() == running
+
+
+def test_only_files_of_simstores_own_engines_get_a_thread(tmp_path: Path) -> None:
+    # in memory there is no log to checkpoint; a SQLite URI names no plain path; a caller's
+    # engine keeps SQLite's own checkpoints
+    running = Checkpointer.running()
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'callers.db'}")
+    stores = []
+    try:
+        for bind in ("sqlite://", "sqlite:///:memory:", engine):
+            stores.append(SimStore(bind))
+        stores.append(SimStore(f"sqlite:///file:{tmp_path / 'uri.db'}?uri=true"))
+        assert Checkpointer.running() == running
+    finally:
+        for store in stores:
+            store.close()
+        engine.dispose()
 
 
 def _in_forked_child(url: str, sender: Connection) -> None:

@@ -36,6 +36,8 @@ TEXTS = [
     "bicycles travel free outside the morning rush and dogs on a lead are welcome",
 ]
 
+NEAR = 0x0123_4567_89AB_CDEF  # a fingerprint one bit from NEAR ^ 1
+
 
 class Killer:
     """Kills the next COMMIT's connection on ``url``'s database, once armed."""
@@ -114,7 +116,9 @@ def test_an_add_whose_commit_landed_returns_its_decision(
         decision = store.add(TEXTS[0], key="a")
     assert killer.fired == 1
     assert decision.inserted
-    assert "lost during COMMIT" in caplog.text and "it had committed" in caplog.text
+    [said] = [r.getMessage() for r in caplog.records if "lost during COMMIT" in r.getMessage()]
+    assert said.startswith(f"database {store.url}: the connection was lost during COMMIT (")
+    assert said.endswith("), but it had committed (its keys are in the database)")
     found = store.get("a")
     assert found is not None and found.fingerprint == decision.fingerprint
     assert store.add(TEXTS[0], key="a").replayed  # the store goes on
@@ -126,6 +130,15 @@ def test_an_add_whose_commit_was_lost_says_so_as_checked(store: SimStore, killer
         store.add(TEXTS[1], key="b")
     assert killer.fired == 1
     assert "was not written" in str(failed.value) and "checked" in str(failed.value)
+    # the driver's reason, its first line alone (no SQL, no link to SQLAlchemy's pages)
+    lost = failed.value.__cause__
+    assert isinstance(lost, sa.exc.DBAPIError) and lost.orig is not None
+    reason = str(lost.orig).strip().splitlines()[0]
+    assert f"lost during COMMIT ({reason})" in str(failed.value)
+    assert "\n" not in str(failed.value)
+    assert str(failed.value).endswith(
+        "; it was not written (none of its keys is in the database, checked on a new connection)"
+    )
     assert store.get("b") is None
     assert store.add(TEXTS[1], key="b").inserted  # adding it again works
 
@@ -149,6 +162,70 @@ def test_a_batch_whose_commit_was_lost_is_not_written_as_checked(
     assert str(failed.value).startswith("batch starting at item 0 was not written: ")
     assert failed.value.committed == 0
     assert all(store.get(f"k{i}") is None for i in range(len(TEXTS)))
+
+
+def test_a_full_batch_whose_commit_landed_returns_every_decision(
+    store: SimStore, killer: Killer
+) -> None:
+    # a thousand new keys (add_many's default batch): the check reads them back in chunks, the
+    # last key included
+    rng = random.Random(8)
+    items = [{"key": f"k{i:04d}", "fingerprint": rng.getrandbits(64)} for i in range(1_000)]
+    killer.arm("landed")
+    decided = list(store.add_many(items))
+    assert killer.fired == 1
+    assert [decision.key for decision in decided] == [item["key"] for item in items]
+    assert store.get("k0999") is not None
+
+
+def test_a_near_duplicate_whose_commit_landed_returns_its_decision(
+    store: SimStore, killer: Killer
+) -> None:
+    # a duplicate writes its decision's record and no kept row: the check finds that record,
+    # naming the kept key it was decided against (one bit apart: a duplicate by SimHash)
+    assert store.add(key="kept", fingerprint=NEAR).inserted
+    killer.arm("landed")
+    decision = store.add(key="copy", fingerprint=NEAR ^ 1)
+    assert killer.fired == 1
+    assert decision.duplicate_of is not None and decision.duplicate_of.key == "kept"
+    found = store.get("copy")
+    assert found is not None and not found.inserted
+    assert found.duplicate_of is not None and found.duplicate_of.key == "kept"
+
+
+def test_a_batch_of_replays_whose_commit_was_lost_returns_them(
+    store: SimStore, killer: Killer
+) -> None:
+    # every key was added before: the batch writes nothing, so whatever happened to its COMMIT,
+    # its decisions stand (they are the recorded ones)
+    items = [(f"k{i}", text) for i, text in enumerate(TEXTS)]
+    first = list(store.add_many(items))
+    killer.arm("lost")
+    again = list(store.add_many(items))
+    assert killer.fired == 1
+    assert all(decision.replayed for decision in again)
+    assert [(d.key, d.fingerprint) for d in again] == [(d.key, d.fingerprint) for d in first]
+
+
+def test_an_add_through_a_callers_engine_whose_commit_was_lost_is_checked(
+    server_url: str, killer: Killer
+) -> None:
+    # the caller's own Engine (no writer engine of simstore's): the same check, on a connection
+    # of the caller's pool (the lost one's disconnect emptied it)
+    engine = sa.create_engine(server_url)
+    store = SimStore(engine, namespace=f"lost-{uuid.uuid4().hex[:12]}")
+    try:
+        killer.arm("landed")
+        assert store.add(TEXTS[0], key="a").inserted
+        killer.arm("lost")
+        with pytest.raises(DatabaseUnavailable) as failed:
+            store.add(TEXTS[1], key="b")
+        assert killer.fired == 2
+        assert "was not written" in str(failed.value) and "checked" in str(failed.value)
+        assert store.get("a") is not None and store.get("b") is None
+    finally:
+        store.close()
+        engine.dispose()
 
 
 @pytest.mark.slow  # seconds of adds under random kills, per server
@@ -235,6 +312,11 @@ def test_a_batch_whose_commit_outcome_is_unknown_says_it_may_or_may_not_be_writt
         list(store.add_many([(f"k{i}", text) for i, text in enumerate(TEXTS)]))
     assert killer.fired == 1
     assert isinstance(failed.value.__cause__, CommitOutcomeUnknown)
+    assert str(failed.value.__cause__).endswith(
+        "; whether it was written is unknown (some of its keys are in the database, or hold other "
+        "decisions): look its keys up (SimStore.get(key), simstore show KEY) before adding them "
+        "again"
+    )
     assert str(failed.value).startswith("batch starting at item 0 may or may not have been written")
     assert "was not written" not in str(failed.value)
     assert failed.value.committed == 0

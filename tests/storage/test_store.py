@@ -404,6 +404,14 @@ def test_an_owned_sqlite_store_keeps_one_connection_and_retires_it_after_a_drive
     store = SimStore(f"sqlite:///{path}?timeout=0.2", policy=SimHashOnly())
     assert store.add(key="a", fingerprint=1).inserted
     kept = store.scope.connections.current_kept()
+    assert kept is not None  # the add's, kept for the next call
+    elsewhere: list[object] = []
+    thread = threading.Thread(
+        target=lambda: elsewhere.append(store.scope.connections.current_kept())
+    )
+    thread.start()
+    thread.join()
+    assert elsewhere == [None]  # a thread that never used the store has none (and opens none)
     with pytest.raises(KeyConflict):
         store.add(key="a", fingerprint=1 << 40)
     assert store.scope.connections.current_kept() is kept

@@ -57,8 +57,15 @@ def test_a_sqlite_memory_uri_works_across_threads() -> None:
 def test_a_per_thread_memory_engine_is_refused_with_the_fix() -> None:
     engine = sa.create_engine("sqlite://")  # SingletonThreadPool: a database per thread
     try:
-        with pytest.raises(InvalidInput, match="StaticPool"):
+        with pytest.raises(InvalidInput) as refused:
             SimStore(engine)
+        # what is wrong, and both fixes, word for word (the engine is the one built just below)
+        assert str(refused.value) == (
+            "sqlite://: an in-memory SQLite engine with SingletonThreadPool gives every thread an "
+            "empty database of its own; pass the URL instead (SimStore('sqlite://')), or make the "
+            "engine with one shared connection: create_engine('sqlite://', poolclass=StaticPool, "
+            "connect_args={'check_same_thread': False})"
+        )
     finally:
         engine.dispose()
     shared = sa.create_engine(
@@ -69,3 +76,16 @@ def test_a_per_thread_memory_engine_is_refused_with_the_fix() -> None:
         assert adds_from_threads(store) == [True, False]
     finally:
         shared.dispose()
+
+
+def test_a_connection_of_a_per_thread_memory_engine_is_taken_as_it_is() -> None:
+    # the refusal is for an Engine, whose threads would each get a database: a Connection is one
+    engine = sa.create_engine("sqlite://")
+    try:
+        with engine.connect() as connection:
+            store = SimStore(connection)
+            assert store.add(TEXT, key="a").inserted
+            assert [match.key for match in store.query(TEXT)] == ["a"]
+            store.close()
+    finally:
+        engine.dispose()
