@@ -43,7 +43,8 @@ class SimStore:
     """Near-duplicate memory in a SQL database.
 
     :param bind: a URL, an Engine or a Connection (given one, simstore makes no second engine
-        and never commits the caller's transaction: it works inside it with savepoints).
+        and never commits a transaction the caller began: it works inside it with savepoints;
+        outside one, each write is its own committed transaction).
     :param preset: None adopts the namespace's recorded preset (``default`` for a new one).
     :param namespace: the namespace (created when missing).
     :param max_distance: the SimHash radius (fingerprints, unsigned rows, the SimHash policies).

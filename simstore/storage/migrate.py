@@ -83,8 +83,9 @@ def head() -> str:
 def current(bind: object) -> str | None:
     """The revision the database is at, or None when simstore's schema was never created."""
     with connection_for(bind) as connection, translate_errors(connection.engine.url):
+        ours = _ours(bind, connection)
         revision = _read_revision(connection)
-        if _owns(bind) and connection.in_transaction():
+        if ours and connection.in_transaction():
             connection.rollback()
         return revision
 
@@ -105,6 +106,14 @@ def _owns(bind: object) -> bool:
     return not isinstance(bind, Connection)
 
 
+def _ours(bind: object, connection: Connection) -> bool:
+    """Whether the transaction ``connection`` works in is simstore's to end: a connection it
+    made, or a caller's outside a transaction. A caller's connection is left as it came:
+    SQLAlchemy begins a transaction on its first statement, and one left open would make the
+    store's later writes savepoints of a transaction nobody commits."""
+    return _owns(bind) or not connection.in_transaction()
+
+
 def upgrade(bind: object, revision: str = "heads") -> str:
     """Run the migrations up to ``revision`` (default: the newest); returns the revision reached.
 
@@ -114,14 +123,15 @@ def upgrade(bind: object, revision: str = "heads") -> str:
     from alembic import command
 
     with connection_for(bind) as connection, translate_errors(connection.engine.url):
+        ours = _ours(bind, connection)
         config = _config(connection)
-        with _upgrade_lock(connection, owned=_owns(bind)):
+        with _upgrade_lock(connection, owned=ours):
             _refuse_newer(connection, bind)
             command.upgrade(config, revision)
-            if _owns(bind):
+            if ours:
                 connection.commit()
             reached = _read_revision(connection)
-            if _owns(bind):
+            if ours:
                 connection.rollback()
     return reached or ""
 
@@ -216,8 +226,9 @@ def status(bind: object) -> Status:
     """The revision of the database, the packaged head, and what to run when they differ."""
     with connection_for(bind) as connection:
         url = redact(bind if isinstance(bind, (str, URL)) else connection.engine.url)
+        ours = _ours(bind, connection)
         at = current(connection)
-        if _owns(bind) and connection.in_transaction():
+        if ours and connection.in_transaction():
             connection.rollback()
     newest = head()
     if at == newest:

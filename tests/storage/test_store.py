@@ -283,6 +283,27 @@ def test_a_caller_transaction_is_used_with_savepoints_and_never_committed(
     assert fresh.get("a") is None
 
 
+def test_a_callers_connection_outside_a_transaction_gets_the_stores_own_commits(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # Outside a transaction of the caller's, the store's writes are its own and committed: the
+    # connection is left as it came after opening (reading the schema's revision, creating it
+    # where none is there) and after an add, and another connection sees the row.
+    fresh_file = sa.create_engine(f"sqlite:///{tmp_path}/fresh.db")  # no schema yet
+    try:
+        for each in (engine, fresh_file):
+            with each.connect() as connection:
+                store = SimStore(connection, namespace="caller-conn", auto_upgrade=True)
+                assert not connection.in_transaction()
+                assert store.add(LONG_ZH, key="a").inserted
+                assert not connection.in_transaction()
+                store.close()
+            with SimStore(each, namespace="caller-conn") as other:
+                assert other.get("a") is not None, each.url
+    finally:
+        fresh_file.dispose()
+
+
 def test_remove_forgets_a_key(make_store: StoreFactory) -> None:
     store = make_store()
     store.add(LONG_ZH, key="a")
