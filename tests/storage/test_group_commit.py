@@ -201,6 +201,49 @@ def test_group_commit_and_synchronous_commit_take_booleans(tmp_path: Any) -> Non
     engine.dispose()
 
 
+RELAXED_ONLY_ON_POSTGRESQL = "synchronous_commit=False is PostgreSQL's setting, not "
+MYSQL_FLUSHES = (
+    "MySQL/MariaDB have no such setting per session: the server's "
+    "innodb_flush_log_at_trx_commit = 2 does this for all its clients"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        (
+            "sqlite:///flags.db",
+            "sqlite's: SQLite, as simstore opens it (WAL, synchronous=NORMAL), already commits "
+            "without waiting for the disk",
+        ),
+        ("mysql+pymysql://root@127.0.0.1/test", f"mysql's: {MYSQL_FLUSHES}"),
+        ("mariadb+pymysql://root@127.0.0.1/test", f"mariadb's: {MYSQL_FLUSHES}"),
+        ("mssql+pyodbc://u@localhost/db", "mssql's"),  # no reason known: none given
+    ],
+    ids=["sqlite", "mysql", "mariadb", "other"],
+)
+def test_relaxed_commit_off_postgresql_is_refused_with_the_reason(url: str, said: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        SimStore(url, synchronous_commit=False)
+    assert str(refused.value) == RELAXED_ONLY_ON_POSTGRESQL + said
+
+
+def test_relaxed_commit_for_an_engine_or_a_bad_url_is_refused_with_the_fix() -> None:
+    engine = sa.create_engine("sqlite://")
+    try:
+        with pytest.raises(InvalidInput) as refused:
+            SimStore(engine, synchronous_commit=False)
+    finally:
+        engine.dispose()
+    assert str(refused.value) == (
+        "synchronous_commit=False needs a database URL (simstore sets it on the sessions it "
+        "opens); for an Engine of yours, set it on the engine, e.g. "
+        "connect_args={'options': '-c synchronous_commit=off'}"
+    )
+    with pytest.raises(InvalidInput, match=r"^not a database URL: "):  # the URL's own fault
+        SimStore("notaurl", synchronous_commit=False)
+
+
 def _setting(store: SimStore) -> str:
     return str(store._connections.write(lambda conn: conn.exec_driver_sql(
         "SHOW synchronous_commit").scalar()))  # fmt: skip

@@ -11,7 +11,9 @@ the first is open.
 
 Three locks, one case each (``simstore.storage.locking``): the SimHash probe keys (fingerprints
 two bits apart), the MinHash band keys (two texts with no 16-bit band in common, so only their
-band keys can serialise them), and the namespace lock a batch takes exclusively.
+band keys can serialise them), and the namespace lock a batch takes exclusively. Then the lock
+keys themselves (one bigint of its own per thing locked), and on PostgreSQL the radius past which
+an add locks the whole namespace, so that an unrelated add waits for it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, make_url
 
 from simstore import fingerprint, hamming
+from simstore.errors import DatabaseUnavailable
+from simstore.storage import locking
 from simstore.storage.db import create_engine_for
 from simstore.storage.schema import decisions, fingerprints, namespaces
 from simstore.store import SimStore
@@ -38,6 +42,7 @@ from simstore.text import minhash
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 120.0  # seconds: a loaded machine is slow to start a process, never this slow
 BASE = 0x0123_4567_89AB_CDEF
+EVERY_BIT = (1 << 64) - 1
 POST = (
     "Night market on Harbour Street reopens Friday with forty stalls, live music and late "
     "buses home."
@@ -230,3 +235,78 @@ def test_a_near_duplicate_from_another_process_waits_and_is_its_duplicate(
     _second_add_waits_for_the_first(
         database_url, tmp_path, first, second, batch=lock.startswith("name")
     )
+
+
+def _as_bigint(value: int) -> int:
+    """``value``'s low 64 bits read as a signed bigint (two's complement, by int.from_bytes)."""
+    return int.from_bytes((value & EVERY_BIT).to_bytes(8, "big"), "big", signed=True)
+
+
+def test_each_lock_key_is_a_bigint_of_its_own() -> None:
+    """The PostgreSQL advisory keys of an add: a probe key's (namespace, band, value), a key's
+    lock and a MinHash band key's lock each name one thing of one namespace (two adds that share
+    a lock key wait for each other whether or not they are near), and each fits bigint, the key
+    type of ``pg_advisory_xact_lock``. A band key whose mix with its namespace is 2**63 (the
+    edge of the wrap to negative) is the bigint -2**63."""
+    ns_ids = [1, 2, 3, 255, 1 << 20]
+    probes = [
+        (ns_id, band, value)
+        for ns_id in ns_ids
+        for band in range(4)
+        for value in (0, 1, 0x00FF, 0x8000, 0xFFFF)
+    ]
+    probe_locks = {locking._band_key(*probe) for probe in probes}
+    assert len(probe_locks) == len(probes)
+    keys = [(ns_id, f"k{number}") for ns_id in ns_ids for number in range(16)]
+    key_locks = {locking._key_lock(*key) for key in keys}
+    assert len(key_locks) == len(keys)
+    band_keys = [-(2**63), -1, 0, 1, 0x1234_5678_9ABC_DEF0, 2**63 - 1]
+    minhash_locks = {locking._minhash_lock(ns_id, key) for ns_id in ns_ids for key in band_keys}
+    assert len(minhash_locks) == len(ns_ids) * len(band_keys)
+    assert all(-(2**63) <= lock < 2**63 for lock in probe_locks | key_locks | minhash_locks)
+    edge = (1 << 63) ^ locking._NAMESPACE_SPREAD  # mixed with namespace 1: exactly 2**63
+    assert locking._minhash_lock(1, edge) == _as_bigint(1 << 63) == -(2**63)
+    assert locking._minhash_lock(1, edge ^ 1) == _as_bigint((1 << 63) + 1)
+
+
+SEED = BASE ^ 0x0F0F_0F0F_0F0F_0F0F  # 32 bits from BASE and from its complement
+
+
+@pytest.mark.parametrize("server_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("radius", [locking.BAND_LOCK_MAX_RADIUS, locking.BAND_LOCK_MAX_RADIUS + 1])
+def test_on_postgresql_an_unrelated_add_waits_only_past_the_band_lock_radius(
+    server_url: str, radius: int
+) -> None:
+    """Up to ``BAND_LOCK_MAX_RADIUS`` an add locks its probe keys, so an add of an unrelated
+    fingerprint (every bit flipped) goes on while the first is uncommitted; one bit wider the
+    add locks the namespace exclusively and the unrelated add waits for it. The waiting
+    session's lock_timeout turns that wait into an error instead of a hang: it bounds only a
+    lock wait, which the first case never has, so a slow machine cannot fail either case."""
+    namespace = f"radius-{uuid.uuid4().hex[:8]}"
+    with SimStore(server_url, namespace=namespace, max_distance=radius, auto_upgrade=True) as seed:
+        # committed first: the namespace already holds a fingerprint row, so neither add below
+        # updates the namespace row (whose row lock would make any two adds wait)
+        assert seed.add(key="seed", fingerprint=SEED).inserted
+    engine = create_engine_for(server_url)
+    impatient = sa.create_engine(server_url, connect_args={"options": "-c lock_timeout=1000"})
+    try:
+        with engine.connect() as conn:
+            transaction = conn.begin()
+            try:
+                holder = SimStore(conn, namespace=namespace, max_distance=radius)
+                assert holder.add(key="first", fingerprint=BASE).inserted
+                other = SimStore(impatient, namespace=namespace, max_distance=radius)
+                try:
+                    if radius <= locking.BAND_LOCK_MAX_RADIUS:
+                        assert other.add(key="second", fingerprint=BASE ^ EVERY_BIT).inserted
+                    else:
+                        with pytest.raises(DatabaseUnavailable, match="lock timeout"):
+                            other.add(key="second", fingerprint=BASE ^ EVERY_BIT)
+                finally:
+                    other.close()
+                holder.close()
+            finally:
+                transaction.rollback()
+    finally:
+        engine.dispose()
+        impatient.dispose()

@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from simstore.errors import NamespaceDropped
-from simstore.storage import migrate, namespaces
+from simstore.storage import locking, migrate, namespaces
 from simstore.storage.schema import metadata
 from simstore.store import SimStore
 from tests.conftest import StoreFactory
@@ -144,11 +144,11 @@ def test_writers_racing_a_drop_get_namespace_dropped_and_leave_no_row(
     )
 
 
-def _outcome(call: Callable[[], object], name: str) -> str:
+def _outcome(call: Callable[[], object], name: str, ns_id: int) -> str:
     try:
         call()
     except NamespaceDropped as error:
-        assert "was dropped" in str(error) and repr(name) in str(error), error
+        assert f"namespace {name!r} (id {ns_id}) was dropped" in str(error), error
         return "NamespaceDropped"
     except Exception as error:  # the test compares what each call did
         return f"{type(error).__name__}: {error}"
@@ -186,7 +186,7 @@ def test_a_stale_store_never_reaches_a_namespace_created_after_the_drop(
         "max_kept": lambda: stale.max_kept,
         "drop": lambda: namespaces.drop(stale.scope),
     }
-    done = {what: _outcome(call, name) for what, call in calls.items()}
+    done = {what: _outcome(call, name, stale.ns_id) for what, call in calls.items()}
     assert new.stats().kept == 0 and new.stats().decisions == 0
     assert new.query(TEXT) == [] and new.query(fingerprint=12345, max_distance=8) == []
     # a query is one round trip and does not read the namespace row: it finds nothing
@@ -272,3 +272,12 @@ def test_a_drop_returns_the_rows_it_deleted_per_table_and_leaves_other_namespace
     with contextlib.closing(sqlite3.connect(tmp_path / "store.db")) as raw:
         caps = raw.execute("SELECT name, value FROM simstore_settings WHERE name LIKE 'max_kept:%'")
         assert caps.fetchall() == [(f"max_kept:{kept.ns_id}", "7")]  # the dropped one's is gone
+
+
+def test_the_dropped_error_names_the_namespace_and_its_id_or_the_id_alone() -> None:
+    after = (
+        " was dropped after this store opened it; nothing was read or written (open a new store "
+        "to create it again)"
+    )
+    assert str(locking.dropped(5, "news")) == "namespace 'news' (id 5)" + after
+    assert str(locking.dropped(5)) == "namespace id 5" + after

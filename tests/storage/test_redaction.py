@@ -118,3 +118,55 @@ def test_the_user_password_and_a_query_token_are_hidden_together() -> None:
     shown = redact(url)
     assert FIRST not in shown and SECOND not in shown and HIDDEN not in shown
     assert shown == "mysql+pymysql://bob:***@db.example/x?token=***"
+
+
+@pytest.mark.parametrize(
+    ("url", "message", "scrubbed"),
+    [
+        (  # an unescaped '@' and a ':' in the password: the whole of it is one secret
+            "postgresql+psycopg://bob:Pw9:x@Zq7v@127.0.0.1:1/x",
+            "login Pw9:x@Zq7v refused by Zq7v@127.0.0.1",
+            "login *** refused by ***@127.0.0.1",
+        ),
+        (  # SQLAlchemy cannot read this one (a port 'abc@...'): the URL as written still can
+            "postgresql+psycopg://bob:Pw9x@Zq7v:abc@127.0.0.1:1/x?password=Zq7v",
+            "login as bob:Pw9x@Zq7v:abc refused",
+            "login as bob:*** refused",
+        ),
+        (  # an unescaped '@' in a query password, which SQLAlchemy reads as the user's
+            "postgresql+psycopg://bob@127.0.0.1:1/x?password=Pw9x@Zq7v",
+            "password=Pw9x@Zq7v wrong",
+            "password=*** wrong",
+        ),
+        (  # as written, as quote_plus and as quote with nothing safe
+            "postgresql+psycopg://bob:a b/c@h/x",
+            "a%20b%2Fc a+b%2Fc a b/c",
+            "*** *** ***",
+        ),
+        (  # three characters are searched for, two are not (they would hit words)
+            "postgresql+psycopg://bob:abc@h/x",
+            "abc ab",
+            "*** ab",
+        ),
+        ("postgresql+psycopg://bob:ab@h/x", "ab x", "ab x"),
+        (  # a URL that cannot be read is not shown at all
+            "postgresql+psycopg://u:pw@[::1:5432/x",
+            "cannot reach postgresql+psycopg://u:pw@[::1:5432/x now",
+            "cannot reach <unparseable database URL> now",
+        ),
+    ],
+    ids=["at-and-colon", "unreadable-port", "query-at", "quoted", "three", "two", "unparseable"],
+)
+def test_scrub_masks_each_whole_secret_once(url: str, message: str, scrubbed: str) -> None:
+    # expected: each password-like part replaced by one *** (worked out by hand from the URL)
+    assert scrub(message, url) == scrubbed
+
+
+def test_scrub_masks_the_secrets_of_a_url_object_sqlalchemy_parsed() -> None:
+    """A caller's engine's URL: its password, the tail of a password SQLAlchemy read as the host
+    (two unescaped '@'), and every value of a repeated secret query parameter."""
+    url = make_url(
+        "postgresql+psycopg://bob:P1x@P2y@P3z@127.0.0.1:1/x?token=a1b2&token=c3d4&password=Hq4x"
+    )
+    message = "P1x then P2y@P3z@127.0.0.1 then a1b2 c3d4 Hq4x"
+    assert scrub(message, url) == "*** then ***@127.0.0.1 then *** *** ***"

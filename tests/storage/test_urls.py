@@ -4,13 +4,15 @@ each thread a database of its own. Each is a clear simstore error or simply work
 
 from __future__ import annotations
 
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import StaticPool
 
-from simstore.errors import InvalidInput
+from simstore.errors import DatabaseUnavailable, InvalidInput, MissingExtra
 from simstore.store import SimStore
 
 TEXT = "the harbour ferry leaves every twenty minutes from the north pier"
@@ -89,3 +91,144 @@ def test_a_connection_of_a_per_thread_memory_engine_is_taken_as_it_is() -> None:
             store.close()
     finally:
         engine.dispose()
+
+
+def test_text_that_is_no_url_is_refused_with_how_a_url_is_written() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        SimStore("notaurl")
+    assert str(refused.value) == (
+        "not a database URL: <unparseable database URL> (write e.g. sqlite:///simstore.db, "
+        "postgresql+psycopg://user@host/db or mysql+pymysql://user@host/db)"
+    )
+    with pytest.raises(InvalidInput) as refused:
+        SimStore("postgresql+psycopg://u:pw1234@[::1:5432/x")
+    said = str(refused.value)
+    assert said.startswith(
+        "not a database URL: <unparseable database URL>: its port is not a number ("
+    )
+    assert said.endswith(
+        "); an IPv6 host goes in brackets before the port: postgresql+psycopg://user@[::1]:5432/db"
+    )
+
+
+STRAY_AT = (
+    "holds more than one '@': write an '@' inside the user name, password or a query value as "
+    "%40 (: / ? # [ ] @ there must be percent-encoded)"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "postgresql+psycopg://bob:Pw9x@Zq7v@127.0.0.1:1/x",
+            "postgresql+psycopg://bob:***@127.0.0.1:1/x",
+        ),
+        (
+            "mysql+pymysql://bob@127.0.0.1:1/x?passwd=Pw9x@Zq7v&charset=utf8mb4",
+            "mysql+pymysql://bob@127.0.0.1:1/x?***",
+        ),
+        (
+            "postgresql+psycopg://bob:Pw9x@Zq7v@127.0.0.1:1/x?sslmode=require",
+            "postgresql+psycopg://bob:***@127.0.0.1:1/x?sslmode=require",
+        ),
+    ],
+    ids=["password", "query", "password-and-query"],
+)
+def test_a_server_url_with_two_at_signs_is_refused_before_connecting(url: str, shown: str) -> None:
+    # two '@' is the least that is refused: SQLAlchemy would cut the URL at the last one
+    with pytest.raises(InvalidInput) as refused:
+        SimStore(url)
+    assert str(refused.value) == f"{shown} {STRAY_AT}"
+
+
+def test_one_at_sign_and_a_sqlite_path_with_at_signs_are_taken_as_written(tmp_path: Path) -> None:
+    with pytest.raises(DatabaseUnavailable) as unreachable:  # one '@': a URL, tried as written
+        SimStore("postgresql+psycopg://bob:Pw9xZq7v@127.0.0.1:1/x")
+    assert "postgresql+psycopg://bob:***@127.0.0.1:1/x" in str(unreachable.value)
+    folder = tmp_path / "a@b"
+    folder.mkdir()
+    with SimStore(f"sqlite:///{folder / 'c@d.db'}") as store:  # a path, '@' and all
+        assert store.add(TEXT, key="a").inserted
+    assert (folder / "c@d.db").exists()
+
+
+def test_postgres_scheme_is_refused_with_the_name_sqlalchemy_knows() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        SimStore("postgres://u@localhost/db")
+    assert str(refused.value) == (
+        "postgres://u@localhost/db: SQLAlchemy names PostgreSQL 'postgresql': write "
+        "postgresql+psycopg://..."
+    )
+
+
+INSTALL_MYSQL = (
+    "install simstore[mysql]: pip install 'simstore[mysql]' (from a checkout: pip install "
+    "'.[mysql]')"
+)
+
+
+def test_a_missing_driver_names_the_extra_that_installs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(MissingExtra) as missing:  # mysqlclient is not one of simstore's extras
+        SimStore("mysql://u@localhost/db")
+    assert str(missing.value) == (
+        # the URL as simstore hands it on, with the character set it adds for MySQL
+        "cannot use mysql://u@localhost/db?charset=utf8mb4: No module named 'MySQLdb'; mysql:// "
+        "means the "
+        f"MySQLdb driver: write mysql+pymysql:// and {INSTALL_MYSQL}"
+    )
+    monkeypatch.setitem(sys.modules, "pymysql", None)  # the mysql extra not installed
+    with pytest.raises(MissingExtra) as missing:
+        SimStore("mysql+pymysql://u@localhost/db")
+    assert str(missing.value).startswith(
+        "cannot use mysql+pymysql://u@localhost/db?charset=utf8mb4: "
+    )
+    assert str(missing.value).endswith(f"; {INSTALL_MYSQL}")
+
+
+def test_a_missing_driver_of_no_extra_is_database_unavailable() -> None:
+    with pytest.raises(DatabaseUnavailable) as failed:
+        SimStore("mssql+pyodbc://u@localhost/db")
+    assert not isinstance(failed.value, MissingExtra)
+    assert str(failed.value) == "cannot use mssql+pyodbc://u@localhost/db: No module named 'pyodbc'"
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("abc", "timeout must be a number of seconds, got 'abc'"),
+        ("-0.001", "timeout must lie in 0..3600 seconds, got -0.001"),
+        ("3600.001", "timeout must lie in 0..3600 seconds, got 3600.001"),
+    ],
+)
+def test_a_sqlite_busy_timeout_outside_0_to_3600_seconds_is_refused(
+    tmp_path: Path, given: str, said: str
+) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        SimStore(f"sqlite:///{tmp_path / 'a.db'}?timeout={given}")
+    assert str(refused.value) == said
+
+
+@pytest.mark.parametrize(("given", "milliseconds"), [("0", 0), ("3600", 3_600_000)])
+def test_a_sqlite_busy_timeout_of_0_or_3600_seconds_is_taken(
+    tmp_path: Path, given: str, milliseconds: int
+) -> None:
+    with (
+        SimStore(f"sqlite:///{tmp_path / 'a.db'}?timeout={given}") as store,
+        store.engine.connect() as connection,
+    ):
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == milliseconds
+
+
+def test_arguments_the_driver_refuses_are_listed_with_secrets_masked() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        SimStore("mysql+pymysql://u@127.0.0.1:1/x?charset=bogus&password=Hq4xWv9L")
+    said = str(refused.value)
+    assert "Hq4xWv9L" not in said
+    start = (
+        "mysql+pymysql://u@127.0.0.1:1/x?charset=bogus&password=***: the mysql driver pymysql "
+        "refuses the URL's arguments (charset=bogus, password=***): "
+    )
+    end = "; check each ?name=value against the driver's connection options"
+    assert said.startswith(start) and said.endswith(end)
+    assert said[len(start) : -len(end)] not in ("", "None")  # the driver's own words
