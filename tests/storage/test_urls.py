@@ -193,6 +193,17 @@ def test_a_missing_driver_of_no_extra_is_database_unavailable() -> None:
     assert str(failed.value) == "cannot use mssql+pyodbc://u@localhost/db: No module named 'pyodbc'"
 
 
+def test_a_scheme_sqlalchemy_does_not_know_is_database_unavailable() -> None:
+    # SQLAlchemy's error for an unknown dialect names no module (no ``name``): it is no missing
+    # extra, and the refusal is simstore's own error, not an AttributeError of reading it
+    with pytest.raises(DatabaseUnavailable) as failed:
+        SimStore("nosuchdb://u@localhost/db")
+    assert not isinstance(failed.value, MissingExtra)
+    assert str(failed.value) == (
+        "cannot use nosuchdb://u@localhost/db: Can't load plugin: sqlalchemy.dialects:nosuchdb"
+    )
+
+
 @pytest.mark.parametrize(
     ("given", "said"),
     [
