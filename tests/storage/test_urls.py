@@ -12,10 +12,17 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import StaticPool
 
-from simstore.errors import DatabaseUnavailable, InvalidInput, MissingExtra
+from simstore.errors import DatabaseUnavailable, InvalidInput, MissingExtra, SimstoreError
 from simstore.store import SimStore
 
 TEXT = "the harbour ferry leaves every twenty minutes from the north pier"
+
+
+def _refused(bind: object, error: type[SimstoreError] = InvalidInput) -> SimstoreError:
+    """The error ``SimStore(bind)`` raises, which must be ``error``."""
+    with pytest.raises(error) as raised:
+        SimStore(bind)
+    return raised.value
 
 
 @pytest.mark.parametrize(
@@ -28,10 +35,9 @@ TEXT = "the harbour ferry leaves every twenty minutes from the north pier"
     ],
 )
 def test_a_url_the_driver_cannot_take_is_invalid_input(url: str, said: str) -> None:
-    with pytest.raises(InvalidInput) as refused:
-        SimStore(url)
-    assert said in str(refused.value)
-    assert "pw1234" not in str(refused.value)  # the password stays hidden
+    refused = _refused(url)
+    assert said in str(refused)
+    assert "pw1234" not in str(refused)  # the password stays hidden
 
 
 def adds_from_threads(store: SimStore) -> list[bool]:
@@ -94,15 +100,13 @@ def test_a_connection_of_a_per_thread_memory_engine_is_taken_as_it_is() -> None:
 
 
 def test_text_that_is_no_url_is_refused_with_how_a_url_is_written() -> None:
-    with pytest.raises(InvalidInput) as refused:
-        SimStore("notaurl")
-    assert str(refused.value) == (
+    refused = _refused("notaurl")
+    assert str(refused) == (
         "not a database URL: <unparseable database URL> (write e.g. sqlite:///simstore.db, "
         "postgresql+psycopg://user@host/db or mysql+pymysql://user@host/db)"
     )
-    with pytest.raises(InvalidInput) as refused:
-        SimStore("postgresql+psycopg://u:pw1234@[::1:5432/x")
-    said = str(refused.value)
+    refused = _refused("postgresql+psycopg://u:pw1234@[::1:5432/x")
+    said = str(refused)
     assert said.startswith(
         "not a database URL: <unparseable database URL>: its port is not a number ("
     )
@@ -137,15 +141,15 @@ STRAY_AT = (
 )
 def test_a_server_url_with_two_at_signs_is_refused_before_connecting(url: str, shown: str) -> None:
     # two '@' is the least that is refused: SQLAlchemy would cut the URL at the last one
-    with pytest.raises(InvalidInput) as refused:
-        SimStore(url)
-    assert str(refused.value) == f"{shown} {STRAY_AT}"
+    refused = _refused(url)
+    assert str(refused) == f"{shown} {STRAY_AT}"
 
 
 def test_one_at_sign_and_a_sqlite_path_with_at_signs_are_taken_as_written(tmp_path: Path) -> None:
-    with pytest.raises(DatabaseUnavailable) as unreachable:  # one '@': a URL, tried as written
-        SimStore("postgresql+psycopg://bob:Pw9xZq7v@127.0.0.1:1/x")
-    assert "postgresql+psycopg://bob:***@127.0.0.1:1/x" in str(unreachable.value)
+    unreachable = _refused(
+        "postgresql+psycopg://bob:Pw9xZq7v@127.0.0.1:1/x", DatabaseUnavailable
+    )  # one '@': a URL, tried as written
+    assert "postgresql+psycopg://bob:***@127.0.0.1:1/x" in str(unreachable)
     folder = tmp_path / "a@b"
     folder.mkdir()
     with SimStore(f"sqlite:///{folder / 'c@d.db'}") as store:  # a path, '@' and all
@@ -154,9 +158,8 @@ def test_one_at_sign_and_a_sqlite_path_with_at_signs_are_taken_as_written(tmp_pa
 
 
 def test_postgres_scheme_is_refused_with_the_name_sqlalchemy_knows() -> None:
-    with pytest.raises(InvalidInput) as refused:
-        SimStore("postgres://u@localhost/db")
-    assert str(refused.value) == (
+    refused = _refused("postgres://u@localhost/db")
+    assert str(refused) == (
         "postgres://u@localhost/db: SQLAlchemy names PostgreSQL 'postgresql': write "
         "postgresql+psycopg://..."
     )
@@ -169,37 +172,33 @@ INSTALL_MYSQL = (
 
 
 def test_a_missing_driver_names_the_extra_that_installs_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(MissingExtra) as missing:  # mysqlclient is not one of simstore's extras
-        SimStore("mysql://u@localhost/db")
-    assert str(missing.value) == (
+    missing = _refused(
+        "mysql://u@localhost/db", MissingExtra
+    )  # mysqlclient is not one of simstore's extras
+    assert str(missing) == (
         # the URL as simstore hands it on, with the character set it adds for MySQL
         "cannot use mysql://u@localhost/db?charset=utf8mb4: No module named 'MySQLdb'; mysql:// "
         "means the "
         f"MySQLdb driver: write mysql+pymysql:// and {INSTALL_MYSQL}"
     )
     monkeypatch.setitem(sys.modules, "pymysql", None)  # the mysql extra not installed
-    with pytest.raises(MissingExtra) as missing:
-        SimStore("mysql+pymysql://u@localhost/db")
-    assert str(missing.value).startswith(
-        "cannot use mysql+pymysql://u@localhost/db?charset=utf8mb4: "
-    )
-    assert str(missing.value).endswith(f"; {INSTALL_MYSQL}")
+    missing = _refused("mysql+pymysql://u@localhost/db", MissingExtra)
+    assert str(missing).startswith("cannot use mysql+pymysql://u@localhost/db?charset=utf8mb4: ")
+    assert str(missing).endswith(f"; {INSTALL_MYSQL}")
 
 
 def test_a_missing_driver_of_no_extra_is_database_unavailable() -> None:
-    with pytest.raises(DatabaseUnavailable) as failed:
-        SimStore("mssql+pyodbc://u@localhost/db")
-    assert not isinstance(failed.value, MissingExtra)
-    assert str(failed.value) == "cannot use mssql+pyodbc://u@localhost/db: No module named 'pyodbc'"
+    failed = _refused("mssql+pyodbc://u@localhost/db", DatabaseUnavailable)
+    assert not isinstance(failed, MissingExtra)
+    assert str(failed) == "cannot use mssql+pyodbc://u@localhost/db: No module named 'pyodbc'"
 
 
 def test_a_scheme_sqlalchemy_does_not_know_is_database_unavailable() -> None:
     # SQLAlchemy's error for an unknown dialect names no module (no ``name``): it is no missing
     # extra, and the refusal is simstore's own error, not an AttributeError of reading it
-    with pytest.raises(DatabaseUnavailable) as failed:
-        SimStore("nosuchdb://u@localhost/db")
-    assert not isinstance(failed.value, MissingExtra)
-    assert str(failed.value) == (
+    failed = _refused("nosuchdb://u@localhost/db", DatabaseUnavailable)
+    assert not isinstance(failed, MissingExtra)
+    assert str(failed) == (
         "cannot use nosuchdb://u@localhost/db: Can't load plugin: sqlalchemy.dialects:nosuchdb"
     )
 
@@ -215,9 +214,8 @@ def test_a_scheme_sqlalchemy_does_not_know_is_database_unavailable() -> None:
 def test_a_sqlite_busy_timeout_outside_0_to_3600_seconds_is_refused(
     tmp_path: Path, given: str, said: str
 ) -> None:
-    with pytest.raises(InvalidInput) as refused:
-        SimStore(f"sqlite:///{tmp_path / 'a.db'}?timeout={given}")
-    assert str(refused.value) == said
+    refused = _refused(f"sqlite:///{tmp_path / 'a.db'}?timeout={given}")
+    assert str(refused) == said
 
 
 @pytest.mark.parametrize(("given", "milliseconds"), [("0", 0), ("3600", 3_600_000)])
@@ -232,9 +230,8 @@ def test_a_sqlite_busy_timeout_of_0_or_3600_seconds_is_taken(
 
 
 def test_arguments_the_driver_refuses_are_listed_with_secrets_masked() -> None:
-    with pytest.raises(InvalidInput) as refused:
-        SimStore("mysql+pymysql://u@127.0.0.1:1/x?charset=bogus&password=Hq4xWv9L")
-    said = str(refused.value)
+    refused = _refused("mysql+pymysql://u@127.0.0.1:1/x?charset=bogus&password=Hq4xWv9L")
+    said = str(refused)
     assert "Hq4xWv9L" not in said
     start = (
         "mysql+pymysql://u@127.0.0.1:1/x?charset=bogus&password=***: the mysql driver pymysql "
