@@ -270,6 +270,28 @@ def test_the_quick_start_summary_is_what_ingest_prints(tmp_path: Path) -> None:
         assert _summary_sample(path) == printed[:-1], path.name
 
 
+_POLICY_LINE = re.compile(r"^[a-z][a-z ]*?\s{2,}(minhash \(.*\))$", re.M)
+
+
+def test_every_policy_line_shown_has_the_default_policys_clauses() -> None:
+    """A printed policy line (ingest's summary, whatif, db status) shows what the default is made
+    of today: the same clauses in the same order, numbers aside (whatif shows changed ones). The
+    reference is ``describe`` of the default policy itself."""
+    from simstore.policy.policies import DEFAULT_POLICY
+
+    def shape(line: str) -> str:
+        return re.sub(r"\d+(?:\.\d+)?", "N", line)
+
+    default = shape(DEFAULT_POLICY.describe(3))
+    shown = [
+        (path.name, match.group(1))
+        for path in PAGES
+        for match in _POLICY_LINE.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert len(shown) >= 3  # the README, getting started and the whatif example
+    assert [(name, shape(line)) for name, line in shown] == [(name, default) for name, _ in shown]
+
+
 def test_no_page_narrates_dated_result_files() -> None:
     """Figures come with the command that reproduces them; the result files and their days are
     in benchmarks/results (INDEX.md, history.md)."""
