@@ -230,6 +230,50 @@ def test_every_policy_describes_itself() -> None:
         assert policy.describe(3).startswith(policy.name)
 
 
+# The policy line as ingest, whatif and the report print it, for the default and for options
+# switched off one family at a time. The reference is each option's documented clause
+# (docs/policies.md and the option's comment): a rule that is off has no words in the line.
+_EVERY_RULE_OFF = {
+    "identity_rule": False,
+    "max_replaced": None,
+    "opening_length": None,
+    "containment": None,
+    "long_containment": None,
+    "cjk_long_threshold": None,
+    "shared_lines_rest": None,
+    "boilerplate_texts": None,
+}
+_SHORT_RULES = "jaccard >= 0.55 or containment >= 0.8"
+_LINES = ", shared footers set aside (rest >= 0.3), lines of >= 3 earlier texts set aside"
+_LONG_RULES = "estimate >= 0.7 (0.6 in CJK) or containment >= 0.95"
+_BANDS = "minhash (>= 2 shared band keys, 1 for short texts; short texts: "
+
+
+@pytest.mark.parametrize(
+    ("options", "line"),
+    [
+        (
+            {"identity_rule": False},  # simstore 0.4's count of replaced words
+            f"{_BANDS}{_SHORT_RULES}, look-alikes apart{_LINES}; "
+            f"long: {_LONG_RULES}, look-alike openings apart)",
+        ),
+        (
+            {"merge_identity_swaps": True},
+            f"{_BANDS}{_SHORT_RULES}{_LINES}; long: {_LONG_RULES})",
+        ),
+        (
+            {"merge_identity_swaps": True, "cjk_replaced": None},
+            f"{_BANDS}{_SHORT_RULES}{_LINES}; long: {_LONG_RULES})",
+        ),
+        (_EVERY_RULE_OFF, f"{_BANDS}jaccard >= 0.55; long: estimate >= 0.7)"),
+    ],
+)
+def test_the_policy_line_names_the_rules_that_are_on_and_no_other(
+    options: dict[str, object], line: str
+) -> None:
+    assert MinHashVerification(**options).describe(3) == line  # type: ignore[arg-type]
+
+
 def test_named_rows_equal_their_tables_columns() -> None:
     for table_name, row in ROWS.items():
         columns = [c.name for c in metadata.tables[table_name].c if c.name != "id"]
