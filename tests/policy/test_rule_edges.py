@@ -16,7 +16,7 @@ from simstore import fingerprint
 from simstore.errors import InvalidInput
 from simstore.policy._match import SMALL_JOIN, near_pairs
 from simstore.policy._minhash_policy import _lookalike_reason
-from simstore.policy.decide import Edge, Rule, confirm_pairs, replay_edges
+from simstore.policy.decide import Edge, Rule, confirm_candidates, confirm_pairs, replay_edges
 from simstore.policy.policies import (
     Item,
     Kept,
@@ -607,6 +607,32 @@ def test_confirm_pairs_passes_the_store_radius() -> None:
     assert old.text is None and near.text is not None
     edges = confirm_pairs([old, near, far], [(1, 0), (2, 0)], Rule(policy, 3))
     assert edges == [Edge(new=1, old=0, distance=3, measure=None, score=None)]
+    # and so must Spark's confirm step
+    matches = confirm_candidates([near, far], [old, old], [0, 0], Rule(policy, 3))
+    assert [(m.key, m.distance, m.measure) if m else None for m in matches] == [
+        ("old", 3, None),
+        None,
+    ]
+
+
+def test_confirm_candidates_confirms_admitted_pairs_only_each_in_its_place() -> None:
+    # Spark's confirm step: pairs aligned by position. An edited copy sharing band keys is
+    # confirmed by its Jaccard (computed here from the normalised texts); the same pair sharing
+    # none (its SimHash distance 4, over the radius 3) is no candidate; an unrelated text sharing
+    # band keys is a candidate that the measure refuses
+    policy = MinHashVerification()
+    old, edited, other = (
+        planned(policy, key, text) for key, text in (("a", TEXT), ("b", EDITED), ("c", OTHER))
+    )
+    assert (old.fingerprint ^ edited.fingerprint).bit_count() == 4
+    matches = confirm_candidates(
+        [other, edited, edited], [old, old, old], [5, 0, 3], Rule(policy, 3)
+    )
+    assert matches[:2] == [None, None]
+    match = matches[2]
+    assert match is not None and (match.key, match.distance) == ("a", 4)
+    assert (match.measure, match.score) == ("jaccard", pytest.approx(_jaccard(TEXT, EDITED)))
+    assert confirm_candidates([], [], [], Rule(policy, 3)) == []
 
 
 def test_judging_under_the_count_rule_counts_as_the_policy_does() -> None:
