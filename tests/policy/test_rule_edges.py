@@ -631,7 +631,7 @@ def test_confirm_candidates_confirms_admitted_pairs_only_each_in_its_place() -> 
     assert matches[:2] == [None, None]
     match = matches[2]
     assert match is not None and (match.key, match.distance) == ("a", 4)
-    assert (match.measure, match.score) == ("jaccard", pytest.approx(_jaccard(TEXT, EDITED)))
+    assert match.measure == "jaccard" and match.score == pytest.approx(_jaccard(TEXT, EDITED))
     assert confirm_candidates([], [], [], Rule(policy, 3)) == []
 
 
