@@ -538,6 +538,23 @@ def test_thresholds_name_every_bar_of_the_default_policy() -> None:
     }
 
 
+def test_thresholds_name_every_bar_and_radius_of_the_simhash_policies() -> None:
+    # from the documented defaults: short texts verified at 0.8 among candidates within
+    # short_radius 7 bits, long texts by the store's radius unless long_radius / long_threshold
+    # are set; plain SimHash has the radius alone
+    assert SimHashVerification().thresholds(3) == (
+        {"jaccard": (("short texts", 0.8),)},
+        (("short-text candidates", 7), ("long texts", 3)),
+    )
+    assert SimHashVerification(long_threshold=0.75, long_radius=5).thresholds(3) == (
+        {"jaccard": (("short texts", 0.8), ("long texts", 0.75))},
+        (("short-text candidates", 7), ("long texts", 5)),
+    )
+    # one radius for both when they are equal
+    assert SimHashVerification(long_radius=7).thresholds(3)[1] == (("short-text candidates", 7),)
+    assert SimHashOnly().thresholds(4) == ({}, (("radius", 4),))
+
+
 # --- the lookup planner and the in-order decision ------------------------------------------------
 
 
