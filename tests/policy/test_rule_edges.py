@@ -412,6 +412,9 @@ def test_simhash_verification_names_a_bad_option() -> None:
         with pytest.raises(InvalidInput, match=rf"\b{option}\b"):
             SimHashVerification(**{option: value})  # type: ignore[arg-type]
     assert SimHashVerification(short_length=0, short_radius=0, long_radius=0).short_radius == 0
+    for option, value in (("min_features", -1), ("expire_by_last_seen", "yes")):
+        with pytest.raises(InvalidInput, match=rf"^{option} must "):
+            SimHashOnly(**{option: value})  # type: ignore[arg-type]
 
 
 def test_plan_many_refuses_items_and_texts_of_different_lengths() -> None:
