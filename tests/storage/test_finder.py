@@ -81,6 +81,22 @@ def test_a_larger_radius_probes_the_bands_and_finds_exactly_what_is_within_it(
     assert store.add(key="nine", fingerprint=nine, at=AT).inserted
 
 
+def test_a_batch_of_two_finds_each_ones_kept_row(make_store: StoreFactory) -> None:
+    # a batch's band lookup asks each band for both items' values at once (an IN list of two):
+    # every band of LOW is below HIGH's, so a lookup that read only a list's first value (mutmut
+    # _prepared.candidate_lookup__mutmut_17, for lists of exactly two) lost HIGH's row
+    low, high = 0x1111_2222_3333_4444, 0xEEEE_DDDD_CCCC_BBBB
+    assert all(x < y for x, y in zip(bands(low), bands(high), strict=True))
+    with make_store(lookup="bands") as store:
+        store.add(key="low", fingerprint=low, at=AT)
+        store.add(key="high", fingerprint=high, at=AT)
+        found = store.query_many([flipped(low, 0), flipped(high, 0)])  # 1 bit from each
+        assert [[(m.key, m.distance) for m in one] for one in found] == [
+            [("low", 1)],
+            [("high", 1)],
+        ]
+
+
 def test_a_short_edit_with_no_band_in_common_is_found_by_its_minhash_band_keys(
     make_store: StoreFactory,
 ) -> None:

@@ -103,6 +103,26 @@ def test_a_key_added_again_replays_its_decision_and_writes_nothing(
     assert written(store) == ({**before[0], "n": C}, before[1])
 
 
+def test_a_batch_of_keys_added_before_replays_every_ones_decision(
+    make_store: StoreFactory,
+) -> None:
+    # a batch reads its keys' decisions with one IN list: two keys (a list of exactly two) and
+    # three (padded to four); a read of the list's first key only (mutmut
+    # _prepared.decisions_by_key__mutmut_6, _9; _10 for lists of two) decided "b" again
+    store = make_store()
+    items = [{"key": "a", "fingerprint": A}, {"key": "b", "fingerprint": B}]
+    first = outcome(list(store.add_many(items, at=AT)))
+    assert first == [("a", True, None), ("b", False, "a")]
+    store.add(key="c", fingerprint=C, at=AT)
+    before = written(store)
+    for batch in (items, [*items, {"key": "c", "fingerprint": C}]):
+        again = list(store.add_many(batch))
+        assert [d.replayed for d in again] == [True] * len(batch)
+        assert outcome(again) == [*first, ("c", True, None)][: len(batch)]
+    assert written(store) == before
+    store.close()
+
+
 def test_a_key_added_again_with_another_fingerprint_is_a_key_conflict(
     make_store: StoreFactory,
 ) -> None:
