@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
+from simstore.errors import DatabaseUnavailable, InvalidInput, KeyConflict, SchemaOutOfDate
 from simstore.policy.policies import DEFAULT_POLICY, SimHashOnly
 from simstore.storage import migrate, partitions
 from simstore.storage.db import create_engine_for
@@ -27,6 +27,8 @@ from tests.cli.test_commands import Cli
 from tests.conftest import new_server_database
 
 DAY0 = datetime(2026, 3, 1, 10, 0, 0)
+EVERY_BIT = (1 << 64) - 1
+ONE_DAY = timedelta(days=1)
 
 KEYS = minhash.LAYOUTS[DEFAULT_POLICY.minhash_bands][0]  # band keys a text (a key a band)
 
@@ -246,6 +248,43 @@ def test_a_key_stays_unique_across_partitions() -> None:
         assert again.inserted and store.stats().decisions == 1
         with pytest.raises(KeyConflict):
             store.add(fingerprint=value ^ (1 << 40), key="k", at=DAY0 + timedelta(days=1))
+
+
+def test_an_add_of_a_key_waits_for_an_uncommitted_add_of_it_in_another_partition() -> None:
+    """The unique constraint holds the time column, so it cannot make an add of "k" on March 2
+    wait for an uncommitted add of "k" on March 1 (another partition): only the lock on the key
+    itself does (``simstore.storage.locking``). The waiting session's lock_timeout turns the
+    wait into an error instead of a hang (a lock wait is certain here: the holder never commits
+    before it). The two values differ in every bit, so no probe key is common; a seed row
+    committed first means neither add updates the namespace row, which every add would wait
+    for. Once the first commits, the second is told the key is taken: one row."""
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    value = 0x0123_4567_89AB_CDEF
+    with SimStore(url, keep="2d", policy=SimHashOnly()) as seed:
+        assert seed.add(fingerprint=0x0F0F_0F0F_0F0F_0F0F, key="seed", at=DAY0).inserted
+    engine = create_engine_for(url)
+    impatient = sa.create_engine(url, connect_args={"options": "-c lock_timeout=1000"})
+    try:
+        with engine.connect() as conn:
+            transaction = conn.begin()
+            holder = SimStore(conn, keep="2d", policy=SimHashOnly())
+            assert holder.add(fingerprint=value, key="k", at=DAY0).inserted
+            with SimStore(impatient, keep="2d", policy=SimHashOnly()) as other:
+
+                def add_later() -> object:  # "k" on March 2, far from the first in every bit
+                    return other.add(fingerprint=value ^ EVERY_BIT, key="k", at=DAY0 + ONE_DAY)
+
+                with pytest.raises(DatabaseUnavailable, match="lock timeout"):
+                    add_later()
+                holder.close()
+                transaction.commit()
+                with pytest.raises(KeyConflict):
+                    add_later()
+                assert other.stats().kept == 2  # "seed" and the first "k"
+    finally:
+        engine.dispose()
+        impatient.dispose()
 
 
 def _add_same_key(url: str, value: int, at: datetime, barrier: object) -> None:
