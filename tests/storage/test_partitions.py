@@ -9,13 +9,14 @@ import multiprocessing
 import random
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from simstore.errors import InvalidInput, KeyConflict, SchemaOutOfDate
+from simstore.errors import DatabaseUnavailable, InvalidInput, KeyConflict, SchemaOutOfDate
 from simstore.policy.policies import DEFAULT_POLICY, SimHashOnly
 from simstore.storage import migrate, partitions
 from simstore.storage.db import create_engine_for
@@ -27,6 +28,8 @@ from tests.cli.test_commands import Cli
 from tests.conftest import new_server_database
 
 DAY0 = datetime(2026, 3, 1, 10, 0, 0)
+EVERY_BIT = (1 << 64) - 1
+ONE_DAY = timedelta(days=1)
 
 KEYS = minhash.LAYOUTS[DEFAULT_POLICY.minhash_bands][0]  # band keys a text (a key a band)
 
@@ -53,6 +56,19 @@ def _enable(url: str, now: datetime, interval: str = "1d", keep: str = "2d") -> 
             partitions.enable(conn, interval=interval, keep=keep, now=now)
     finally:
         engine.dispose()
+
+
+@contextlib.contextmanager
+def _engines(url: str) -> Iterator[tuple[sa.Engine, sa.Engine]]:
+    """simstore's engine for ``url``, and a plain one whose sessions give up a lock wait after a
+    second (lock_timeout: a wait becomes an error, never a clock)."""
+    engine = create_engine_for(url)
+    impatient = sa.create_engine(url, connect_args={"options": "-c lock_timeout=1000"})
+    try:
+        yield engine, impatient
+    finally:
+        engine.dispose()
+        impatient.dispose()
 
 
 def test_rows_before_and_after_conversion_match_and_purge_drops_partitions() -> None:
@@ -246,6 +262,64 @@ def test_a_key_stays_unique_across_partitions() -> None:
         assert again.inserted and store.stats().decisions == 1
         with pytest.raises(KeyConflict):
             store.add(fingerprint=value ^ (1 << 40), key="k", at=DAY0 + timedelta(days=1))
+
+
+def test_an_add_of_a_key_waits_for_an_uncommitted_add_of_it_in_another_partition() -> None:
+    """The unique constraint holds the time column, so it cannot make an add of "k" on March 2
+    wait for an uncommitted add of "k" on March 1 (another partition): only the lock on the key
+    itself does (``simstore.storage.locking``). The waiting session's lock_timeout turns the
+    wait into an error instead of a hang (a lock wait is certain here: the holder never commits
+    before it). The two values differ in every bit, so no probe key is common; a seed row
+    committed first means neither add updates the namespace row, which every add would wait
+    for. Once the first commits, the second is told the key is taken: one row."""
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    value = 0x0123_4567_89AB_CDEF
+    with SimStore(url, keep="2d", policy=SimHashOnly()) as seed:
+        assert seed.add(fingerprint=0x0F0F_0F0F_0F0F_0F0F, key="seed", at=DAY0).inserted
+    with _engines(url) as (engine, impatient), engine.connect() as conn:
+        transaction = conn.begin()
+        holder = SimStore(conn, keep="2d", policy=SimHashOnly())
+        assert holder.add(fingerprint=value, key="k", at=DAY0).inserted
+        with SimStore(impatient, keep="2d", policy=SimHashOnly()) as other:
+
+            def add_later() -> object:  # "k" on March 2, far from the first in every bit
+                return other.add(fingerprint=value ^ EVERY_BIT, key="k", at=DAY0 + ONE_DAY)
+
+            with pytest.raises(DatabaseUnavailable, match="lock timeout"):
+                add_later()
+            holder.close()
+            transaction.commit()
+            with pytest.raises(KeyConflict):
+                add_later()
+            assert other.stats().kept == 2  # "seed" and the first "k"
+
+
+def test_partition_maintenance_keeps_adds_out_until_it_commits() -> None:
+    """``enable`` run again (keep changed; every partition exists, so no DDL at all) takes the
+    tables' lock exclusively, as a purge that drops partitions does: an add, which takes it
+    shared first, waits until the maintenance commits, so a DROP never waits for an add that
+    waits for it (``simstore.storage.locking``). The add's session has a lock_timeout, which
+    turns that certain wait into an error instead of a hang; after the commit it goes in."""
+    url = _partitioned_url()
+    _enable(url, now=DAY0)
+    names = _names(url)
+    with (
+        _engines(url) as (engine, impatient),
+        SimStore(impatient, keep="2d", policy=SimHashOnly()) as other,
+    ):
+        with engine.connect() as conn:
+            transaction = conn.begin()
+            partitions.enable(conn, interval="1d", keep="3d", now=DAY0)
+            assert _names(url) == names  # nothing made: the lock alone keeps the add out
+            with pytest.raises(DatabaseUnavailable, match="lock timeout"):
+                other.add(fingerprint=0x0123_4567_89AB_CDEF, key="during", at=DAY0)
+            transaction.commit()
+        assert other.add(fingerprint=0x0123_4567_89AB_CDEF, key="after", at=DAY0).inserted
+        assert other.get("during") is None
+    assert partitions.layout(url) == partitions.Partitioning(
+        ONE_DAY, 3 * ONE_DAY, datetime(2026, 3, 2)
+    )
 
 
 def _add_same_key(url: str, value: int, at: datetime, barrier: object) -> None:
