@@ -598,3 +598,22 @@ def test_a_key_kept_in_another_namespace_is_not_this_ones(make_store: StoreFacto
     assert mine.kept_text("a") is None
     with pytest.raises(InvalidInput, match="'a' is not a kept key of namespace 'mine-"):
         mine.near_misses("a")
+
+
+def test_whatif_samples_the_latest_kept_texts_of_its_own_namespace_in_kept_order(
+    make_store: StoreFactory,
+) -> None:
+    # whatif(sample=n) decides the namespace's latest n kept rows that keep a text, oldest first
+    # (each is decided against those before it): a row kept without a text, however recent, is
+    # no sample, nor is a row of another namespace
+    mine = make_store(namespace=f"mine-{uuid.uuid4().hex[:8]}")
+    theirs = make_store(namespace=f"theirs-{uuid.uuid4().hex[:8]}")
+    topics = [OTHER, "Trains to the coast leave at nine.", "Rain is due on Sunday afternoon."]
+    for i, topic in enumerate(topics):
+        assert mine.add(topic, key=f"k{i}").inserted
+    assert mine.add(fingerprint=0x0123_4567_89AB_CDEF, key="bare").inserted
+    assert theirs.add("A recipe for lentil soup with cumin.", key="theirs").inserted
+    sampled = mine.whatif(sample=2, options={"threshold": 0.45})
+    assert sampled.records == 2
+    assert dict(sampled.texts) == {key: mine.kept_text(key) for key in ("k1", "k2")}
+    assert list(sampled.texts) == ["k1", "k2"]
