@@ -8,7 +8,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from simstore.errors import (
 )
 from simstore.policy import _planning as planning
 from simstore.policy.policies import SimHashOnly
+from simstore.results import Stats
 from simstore.storage import migrate
 from simstore.storage.schema import fingerprints, namespaces
 from simstore.store import BatchFailed, SimStore
@@ -383,6 +384,27 @@ def test_stats_counts_match_the_tables(make_store: StoreFactory, engine: Engine)
             {"ns": store.namespace},
         ).scalar_one()
     assert stats.kept == kept == 3 and stats.duplicates == 6 and stats.decisions == 9
+
+
+def test_stats_names_the_namespace_its_time_span_partitions_and_cap(
+    make_store: StoreFactory,
+) -> None:
+    # hourly partitions (the default): kept at 10:00, 10:30 and 12:15 span two hours' partitions,
+    # 10:00 to 12:15; a copy (1 bit from the first) logged at 15:00 is a decision, not a kept text
+    t0 = datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
+    first = 0x0123_4567_89AB_CDEF
+    values = [first, first ^ 0xFFFF_FFFF_0000_0000, first ^ 0xFFFF_FFFF_FFFF_FFFF]  # 32+ bits apart
+    moments = [t0, t0 + timedelta(minutes=30), t0 + timedelta(hours=2, minutes=15)]
+    with make_store() as store:
+        for i, (value, moment) in enumerate(zip(values, moments, strict=True)):
+            assert store.add(fingerprint=value, key=f"k{i}", at=moment).inserted
+        assert store.stats().duplicates == 0  # no decision is logged yet: the sum of none
+        copy = store.add(fingerprint=first ^ 1, key="copy", at=t0 + timedelta(hours=5))
+        assert copy.duplicate_of is not None and copy.duplicate_of.key == "k0"
+        store.set_max_kept(7)
+        stats = store.stats()
+        expected = Stats(store.namespace, store.preset.label, 3, 4, 1, t0, moments[2], 2, 7)
+    assert stats == expected
 
 
 def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: object) -> None:
