@@ -103,6 +103,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             pass
         finally:
             admin.dispose()
+    # another session in this process (pytest.main called again, as mutmut does) makes its own
+    _session_databases.clear()
+    _created.clear()
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects by these marks

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from simstore.errors import InvalidInput, InvalidType, KeyConflict
+from simstore.errors import InvalidInput, InvalidType, KeyConflict, SimstoreError
 from simstore.policy.policies import Item
 from simstore.results import Decision
 from simstore.store import SimStore
@@ -68,7 +68,7 @@ def _start_add(store: SimStore, text: str, key: str, outcomes: dict[str, Any]) -
     def add() -> None:
         try:
             outcomes[key] = store.add(text, key=key)
-        except Exception as error:
+        except BaseException as error:  # KeyboardInterrupt too: an interrupted add's outcome
             outcomes[key] = error
 
     thread = threading.Thread(target=add)
@@ -178,6 +178,43 @@ def test_an_add_that_fails_in_a_group_fails_alone(make_store: StoreFactory) -> N
     assert all(outcomes[key].inserted for key in outcomes if key != "taken")
     assert store.kept_text("taken") is not None and store.stats().kept == len(adds)
     store.close()
+
+
+def test_an_interrupted_group_fails_each_of_its_adds_and_writes_none(
+    make_store: StoreFactory,
+) -> None:
+    # the second group's leader is interrupted (KeyboardInterrupt) before its group is written:
+    # it gets the interrupt, each other add of the group an error naming its key, none is
+    # written, and the next add leads a group of its own
+    adds = [(_text(topic), f"add-{i}") for i, topic in enumerate(TOPICS)]
+    with make_store(group_commit=True) as store:
+        groups = _hold_first_group(store, queued=len(adds) - 1)
+        group = store._writer._group
+        assert group is not None
+        held = group._write_group
+
+        def interrupted(items: Sequence[Item], moments: Sequence[datetime]) -> list[Decision]:
+            if groups:
+                groups.append([item.key for item in items])
+                raise KeyboardInterrupt
+            return held(items, moments)
+
+        group._write_group = interrupted
+        outcomes = _add_in_threads(store, adds)
+        group._write_group = held  # no longer interrupted
+        after = store.add(_text(TOPICS[1]), key="after")
+        kept, unwritten = store.stats().kept, [store.get(key) for key in groups[1]]
+
+    assert [len(keys) for keys in groups] == [1, len(adds) - 1, 1]  # "after" alone last
+    assert outcomes.pop(groups[0][0]).inserted
+    leader, *others = groups[1]
+    assert isinstance(outcomes.pop(leader), KeyboardInterrupt)
+    assert {key: str(outcome) for key, outcome in outcomes.items()} == {
+        key: f"key {key!r} was not added: the thread writing its group stopped (KeyboardInterrupt)"
+        for key in others
+    }
+    assert all(type(outcome) is SimstoreError for outcome in outcomes.values())
+    assert unwritten == [None] * len(groups[1]) and after.inserted and kept == 2
 
 
 def test_group_commit_and_synchronous_commit_take_booleans(tmp_path: Any) -> None:

@@ -163,6 +163,7 @@ def test_a_stale_store_never_reaches_a_namespace_created_after_the_drop(
 ) -> None:
     name = f"old-{uuid.uuid4().hex[:8]}"
     stale = make_store(namespace=name)
+    grouped = make_store(namespace=name, group_commit=True)  # its adds go through a group
     for i in range(3):
         stale.add(f"{TEXT} {i} {'x' * i}", key=f"k{i}")
     namespaces.drop(make_store(namespace=name).scope)
@@ -172,6 +173,7 @@ def test_a_stale_store_never_reaches_a_namespace_created_after_the_drop(
     calls: dict[str, Callable[[], object]] = {
         "add": lambda: stale.add(TEXT, key="late"),
         "add fingerprint": lambda: stale.add(key="late-fp", fingerprint=12345),
+        "add in a group": lambda: grouped.add(TEXT, key="late-grouped"),
         "add_many": lambda: list(stale.add_many([("late-1", TEXT), ("late-2", TEXT + " !")])),
         "load": lambda: stale.load([{"key": "late-3", "kept": True, "fingerprint": 255}]),
         "query": lambda: stale.query(TEXT),
@@ -179,6 +181,8 @@ def test_a_stale_store_never_reaches_a_namespace_created_after_the_drop(
         "query_many": lambda: stale.query_many([TEXT, 12345]),
         "get": lambda: stale.get("k0"),
         "kept_text": lambda: stale.kept_text("k0"),
+        "near_misses": lambda: stale.near_misses("k0"),
+        "whatif": lambda: stale.whatif(sample=5, options={"threshold": 0.45}),
         "stats": stale.stats,
         "remove": lambda: stale.remove("k0"),
         "purge": lambda: stale.purge(keep="1d"),
@@ -187,6 +191,7 @@ def test_a_stale_store_never_reaches_a_namespace_created_after_the_drop(
         "drop": lambda: namespaces.drop(stale.scope),
     }
     done = {what: _outcome(call, name, stale.ns_id) for what, call in calls.items()}
+    grouped.close()
     assert new.stats().kept == 0 and new.stats().decisions == 0
     assert new.query(TEXT) == [] and new.query(fingerprint=12345, max_distance=8) == []
     # a query is one round trip and does not read the namespace row: it finds nothing

@@ -8,7 +8,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from simstore.errors import (
 )
 from simstore.policy import _planning as planning
 from simstore.policy.policies import SimHashOnly
+from simstore.results import Stats
 from simstore.storage import migrate
 from simstore.storage.schema import fingerprints, namespaces
 from simstore.store import BatchFailed, SimStore
@@ -385,6 +386,27 @@ def test_stats_counts_match_the_tables(make_store: StoreFactory, engine: Engine)
     assert stats.kept == kept == 3 and stats.duplicates == 6 and stats.decisions == 9
 
 
+def test_stats_names_the_namespace_its_time_span_partitions_and_cap(
+    make_store: StoreFactory,
+) -> None:
+    # hourly partitions (the default): kept at 10:00, 10:30 and 12:15 span two hours' partitions,
+    # 10:00 to 12:15; a copy (1 bit from the first) logged at 15:00 is a decision, not a kept text
+    t0 = datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
+    first = 0x0123_4567_89AB_CDEF
+    values = [first, first ^ 0xFFFF_FFFF_0000_0000, first ^ 0xFFFF_FFFF_FFFF_FFFF]  # 32+ bits apart
+    moments = [t0, t0 + timedelta(minutes=30), t0 + timedelta(hours=2, minutes=15)]
+    with make_store() as store:
+        for i, (value, moment) in enumerate(zip(values, moments, strict=True)):
+            assert store.add(fingerprint=value, key=f"k{i}", at=moment).inserted
+        assert store.stats().duplicates == 0  # no decision is logged yet: the sum of none
+        copy = store.add(fingerprint=first ^ 1, key="copy", at=t0 + timedelta(hours=5))
+        assert copy.duplicate_of is not None and copy.duplicate_of.key == "k0"
+        store.set_max_kept(7)
+        stats = store.stats()
+        expected = Stats(store.namespace, store.preset.label, 3, 4, 1, t0, moments[2], 2, 7)
+    assert stats == expected
+
+
 def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: object) -> None:
     """Each querying thread keeps a connection of its own (SimStore.scope.connections): they
     all see rows committed after they first queried, and more threads than the pool's size never
@@ -598,3 +620,22 @@ def test_a_key_kept_in_another_namespace_is_not_this_ones(make_store: StoreFacto
     assert mine.kept_text("a") is None
     with pytest.raises(InvalidInput, match="'a' is not a kept key of namespace 'mine-"):
         mine.near_misses("a")
+
+
+def test_whatif_samples_the_latest_kept_texts_of_its_own_namespace_in_kept_order(
+    make_store: StoreFactory,
+) -> None:
+    # whatif(sample=n) decides the namespace's latest n kept rows that keep a text, oldest first
+    # (each is decided against those before it): a row kept without a text, however recent, is
+    # no sample, nor is a row of another namespace
+    mine = make_store(namespace=f"mine-{uuid.uuid4().hex[:8]}")
+    theirs = make_store(namespace=f"theirs-{uuid.uuid4().hex[:8]}")
+    topics = [OTHER, "Trains to the coast leave at nine.", "Rain is due on Sunday afternoon."]
+    for i, topic in enumerate(topics):
+        assert mine.add(topic, key=f"k{i}").inserted
+    assert mine.add(fingerprint=0x0123_4567_89AB_CDEF, key="bare").inserted
+    assert theirs.add("A recipe for lentil soup with cumin.", key="theirs").inserted
+    sampled = mine.whatif(sample=2, options={"threshold": 0.45})
+    assert sampled.records == 2
+    assert dict(sampled.texts) == {key: mine.kept_text(key) for key in ("k1", "k2")}
+    assert list(sampled.texts) == ["k1", "k2"]

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from simstore import fingerprint
-from simstore.errors import BatchFailed, KeyConflict
+from simstore.errors import BatchFailed, InvalidInput, KeyConflict
 from simstore.results import Decision
 from simstore.storage.schema import decisions, fingerprints
 from simstore.store import SimStore
@@ -164,6 +164,21 @@ def test_a_load_skips_a_known_key_and_refuses_one_with_another_fingerprint(
     with pytest.raises(KeyConflict, match="'c'"):
         store.load([{"key": "c", "fingerprint": A, "kept": True}], at=AT)
     assert written(store) == ({"a": A, "c": C}, {"d": "c"})
+
+
+def test_a_load_that_gives_a_key_twice_is_refused_and_writes_nothing(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store()
+    rows = [
+        {"key": "c", "fingerprint": C, "kept": True},
+        {"key": "e", "fingerprint": E, "kept": True},
+        {"key": "e", "fingerprint": E, "kept": True},
+    ]
+    with pytest.raises(InvalidInput) as refused:
+        store.load(rows, at=AT)
+    assert str(refused.value) == "key 'e' appears twice in the load"
+    assert written(store) == ({}, {})
 
 
 def test_a_loaded_duplicate_keeps_the_distance_measure_and_score_it_was_decided_with(
