@@ -293,11 +293,13 @@ def test_a_callers_connection_outside_a_transaction_gets_the_stores_own_commits(
     fresh_file = sa.create_engine(f"sqlite:///{tmp_path}/fresh.db")  # no schema yet
     try:
         for each in (engine, fresh_file):
-            with each.connect() as connection:
-                with SimStore(connection, namespace="caller-conn", auto_upgrade=True) as store:
-                    assert not connection.in_transaction()
-                    assert store.add(LONG_ZH, key="a").inserted
-                    assert not connection.in_transaction()
+            with (
+                each.connect() as connection,
+                SimStore(connection, namespace="caller-conn", auto_upgrade=True) as store,
+            ):
+                assert not connection.in_transaction()
+                assert store.add(LONG_ZH, key="a").inserted
+                assert not connection.in_transaction()
             with SimStore(each, namespace="caller-conn") as other:
                 assert other.get("a") is not None, each.url
     finally:
