@@ -103,6 +103,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             pass
         finally:
             admin.dispose()
+    # a second session in the same process (mutmut runs pytest in-process, once for its stats
+    # and once for the clean run) makes databases of its own: these ones are gone
+    _created.clear()
+    _session_databases.clear()
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects by these marks
