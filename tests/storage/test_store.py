@@ -336,9 +336,13 @@ def test_unreachable_database_is_a_clear_error_without_password() -> None:
     assert "s3cret" not in str(failure.value) and "127.0.0.1:1" in str(failure.value)
 
 
-def test_missing_sqlite_folder_is_a_clear_error(tmp_path: object) -> None:
-    with pytest.raises(DatabaseUnavailable, match="does not exist"):
-        SimStore(f"sqlite:///{tmp_path}/no/such/folder/x.db")
+@pytest.mark.parametrize("name", ["{folder}/x.db", "file:{folder}/x.db?uri=true"])
+def test_missing_sqlite_folder_is_a_clear_error(tmp_path: Path, name: str) -> None:
+    # a plain path and SQLite's URI filename; a space in the folder's name, which the URI keeps
+    folder = tmp_path / "no such" / "folder"
+    with pytest.raises(DatabaseUnavailable) as failure:
+        SimStore("sqlite:///" + name.format(folder=folder))
+    assert str(failure.value).endswith(f": folder {folder} does not exist")
 
 
 def test_query_accepts_text_and_matches_fingerprint_path(make_store: StoreFactory) -> None:
