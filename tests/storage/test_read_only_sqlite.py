@@ -6,9 +6,11 @@ nobody, whom file permissions stop (root would write anyway)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -22,8 +24,18 @@ from tests.storage.test_faults import _as_another_user
 TEXT = "The harbour ferry timetable changes on Monday: boats leave every twenty minutes."
 
 
-@pytest.mark.parametrize("locked", ["file", "file-and-folder"])
-def test_a_database_this_user_cannot_write_is_read(locked: str) -> None:
+@pytest.mark.parametrize(
+    ("locked", "journal"),
+    [
+        ("file", "wal"),
+        ("folder", "wal"),  # the file is writable, but no -shm index can be made beside it
+        ("file-and-folder", "wal"),
+        # a file in SQLite's default rollback journal (as another program makes it): SQLite
+        # refuses to turn a file it cannot write to WAL, so simstore must not ask
+        ("file", "delete"),
+    ],
+)
+def test_a_database_this_user_cannot_write_is_read(locked: str, journal: str) -> None:
     folder = Path(tempfile.mkdtemp(prefix="simstore-ro-"))  # outside tmp_path: nobody reaches it
     code = Path(tempfile.mkdtemp(prefix="simstore-code-"))
     code.chmod(0o755)
@@ -34,9 +46,13 @@ def test_a_database_this_user_cannot_write_is_read(locked: str) -> None:
         with SimStore(url) as store:
             store.add(TEXT, key="a")
         feed.write_text(json.dumps({"id": "b", "text": "a new text about mountains"}) + "\n")
-        for each in (feed, *folder.glob("ro.db*")):
-            each.chmod(0o444)
-        folder.chmod(0o555 if locked == "file-and-folder" else 0o777)
+        if journal != "wal":
+            with contextlib.closing(sqlite3.connect(path)) as connection:
+                connection.execute(f"PRAGMA journal_mode={journal}")
+        feed.chmod(0o444)
+        for each in folder.glob("ro.db*"):
+            each.chmod(0o666 if locked == "folder" else 0o444)
+        folder.chmod(0o777 if locked == "file" else 0o555)
         before = path.read_bytes()
         prefix = _as_another_user(code)  # root drops to nobody; another user is stopped as is
 
