@@ -191,11 +191,12 @@ def test_group_commit_and_synchronous_commit_take_booleans(tmp_path: Any) -> Non
     with pytest.raises(InvalidInput, match="innodb_flush_log_at_trx_commit"):
         SimStore("mysql+pymysql://root@127.0.0.1/test", synchronous_commit=False)
     engine = sa.create_engine(url)
-    with (
-        engine.connect() as conn,
-        pytest.raises(InvalidInput, match="group_commit needs a URL or an Engine"),
-    ):
+    with engine.connect() as conn, pytest.raises(InvalidInput) as refused:
         SimStore(conn, group_commit=True)
+    assert str(refused.value) == (
+        "group_commit needs a URL or an Engine: adds on a Connection of yours are committed when "
+        "you commit it"
+    )
     with pytest.raises(InvalidInput, match="needs a database URL"):
         SimStore(engine, synchronous_commit=False)
     engine.dispose()
