@@ -250,6 +250,17 @@ def _setting(store: SimStore) -> str:
         "SHOW synchronous_commit").scalar()))  # fmt: skip
 
 
+def _other_settings(store: SimStore) -> tuple[str, str]:
+    """synchronous_commit of the store's other sessions: its transactions' (remove, purge) and
+    its reads'."""
+    with store._connections.transaction() as conn:
+        in_transaction = str(conn.exec_driver_sql("SHOW synchronous_commit").scalar())
+    read = store._connections.read(
+        lambda conn: str(conn.exec_driver_sql("SHOW synchronous_commit").scalar())
+    )
+    return in_transaction, read
+
+
 @pytest.mark.parametrize("server_url", ["postgresql"], indirect=True)
 def test_relaxed_commit_is_set_on_the_stores_write_sessions_only(server_url: str) -> None:
     # the relaxed store's adds run with synchronous_commit off; another store's keep the
@@ -259,6 +270,8 @@ def test_relaxed_commit_is_set_on_the_stores_write_sessions_only(server_url: str
     try:
         assert _setting(relaxed) == "off"
         assert _setting(default) == "on"  # the server's own setting, left alone
+        # adds only: a removal or purge of either store waits for the disk as the server says
+        assert _other_settings(relaxed) == _other_settings(default) == ("on", "on")
         assert relaxed.add(_text(TOPICS[0]), key="a").inserted
         match = relaxed.add(_text(TOPICS[0], 1), key="b").duplicate_of
         assert match is not None and match.key == "a"
