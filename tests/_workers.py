@@ -6,8 +6,9 @@
 - Workloads generated from a seed, so that a child process and the test that checks it build the
   same items.
 - The child processes: soak workers and the purger (multiprocessing targets, started with
-  ``spawn``), and ``python -m tests._workers add-many|purge|readonly|upgrade-killed|cli-after-go``
-  for processes a test kills with SIGKILL, runs as another user or starts at one moment.
+  ``spawn``), and ``python -m tests._workers add-many|purge|readonly|readonly-twice|upgrade-killed|
+  cli-after-go`` for processes a test kills with SIGKILL, runs as another user or starts at one
+  moment.
 """
 
 from __future__ import annotations
@@ -491,6 +492,16 @@ def _readonly(url: str) -> None:
     print(json.dumps(outcome))
 
 
+def _readonly_twice(url: str, key: str) -> None:
+    """Open ``url``, print whether ``key`` is there (JSON), wait for a line on stdin, print it
+    again: what a store opened earlier sees of another process's writes."""
+    with SimStore(url) as store:
+        for moment in ("before", "after"):
+            if moment == "after":
+                sys.stdin.readline()
+            print(json.dumps({moment: store.get(key) is not None}), flush=True)
+
+
 def _upgrade_killed(url: str, kill_at: str) -> None:
     """``migrate.upgrade(url)`` that sends itself SIGKILL just before its ``kill_at``-th SQL
     statement (counted from 1 by SQLAlchemy's ``before_cursor_execute``); ``0`` never kills and
@@ -542,6 +553,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "add-many": _add_many,
     "purge": _purge,
     "readonly": _readonly,
+    "readonly-twice": _readonly_twice,
     "upgrade-killed": _upgrade_killed,
     "cli-after-go": _cli_after_go,
 }

@@ -784,6 +784,20 @@ def test_password_from_the_environment_is_never_shown(cli: Cli) -> None:
     assert "secret" not in result.stdout + result.stderr + helped.stdout
 
 
+def test_without_db_the_database_is_simstore_url_else_simstore_db_here(cli: Cli) -> None:
+    # docs/cli.md: --db defaults to $SIMSTORE_URL, else sqlite:///simstore.db in the current folder
+    feed = write(cli.folder / "feed.jsonl", [json.dumps({"id": "a", "text": "ferry times"})])
+    named = cli.folder / "named.db"
+    ran = cli("ingest", str(feed), db=None, env={"SIMSTORE_URL": f"sqlite:///{named}"})
+    assert ran.returncode == 0, ran.stderr
+    assert not (cli.folder / "simstore.db").exists()
+    ran = cli("ingest", str(feed), db=None)
+    assert ran.returncode == 0, ran.stderr
+    for path in (named, cli.folder / "simstore.db"):
+        with SimStore(f"sqlite:///{path}") as store:
+            assert store.stats().kept == 1, path
+
+
 EXIT_CODES = {
     ("query", "--max-distance", "99", "x"): 4,
     ("--preset", "no-such-preset", "stats"): 4,

@@ -228,11 +228,12 @@ def test_group_commit_and_synchronous_commit_take_booleans(tmp_path: Any) -> Non
     with pytest.raises(InvalidInput, match="innodb_flush_log_at_trx_commit"):
         SimStore("mysql+pymysql://root@127.0.0.1/test", synchronous_commit=False)
     engine = sa.create_engine(url)
-    with (
-        engine.connect() as conn,
-        pytest.raises(InvalidInput, match="group_commit needs a URL or an Engine"),
-    ):
+    with engine.connect() as conn, pytest.raises(InvalidInput) as refused:
         SimStore(conn, group_commit=True)
+    assert str(refused.value) == (
+        "group_commit needs a URL or an Engine: adds on a Connection of yours are committed when "
+        "you commit it"
+    )
     with pytest.raises(InvalidInput, match="needs a database URL"):
         SimStore(engine, synchronous_commit=False)
     engine.dispose()
@@ -286,6 +287,17 @@ def _setting(store: SimStore) -> str:
         "SHOW synchronous_commit").scalar()))  # fmt: skip
 
 
+def _other_settings(store: SimStore) -> tuple[str, str]:
+    """synchronous_commit of the store's other sessions: its transactions' (remove, purge) and
+    its reads'."""
+    with store._connections.transaction() as conn:
+        in_transaction = str(conn.exec_driver_sql("SHOW synchronous_commit").scalar())
+    read = store._connections.read(
+        lambda conn: str(conn.exec_driver_sql("SHOW synchronous_commit").scalar())
+    )
+    return in_transaction, read
+
+
 @pytest.mark.parametrize("server_url", ["postgresql"], indirect=True)
 def test_relaxed_commit_is_set_on_the_stores_write_sessions_only(server_url: str) -> None:
     # the relaxed store's adds run with synchronous_commit off; another store's keep the
@@ -295,6 +307,8 @@ def test_relaxed_commit_is_set_on_the_stores_write_sessions_only(server_url: str
     try:
         assert _setting(relaxed) == "off"
         assert _setting(default) == "on"  # the server's own setting, left alone
+        # adds only: a removal or purge of either store waits for the disk as the server says
+        assert _other_settings(relaxed) == _other_settings(default) == ("on", "on")
         assert relaxed.add(_text(TOPICS[0]), key="a").inserted
         match = relaxed.add(_text(TOPICS[0], 1), key="b").duplicate_of
         assert match is not None and match.key == "a"

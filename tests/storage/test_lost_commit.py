@@ -29,6 +29,8 @@ from simstore.errors import BatchFailed, DatabaseUnavailable
 from simstore.storage._connections import CommitOutcomeUnknown
 from simstore.storage.schema import fingerprints
 from simstore.store import SimStore
+from tests.conftest import new_server_database
+from tests.storage.test_faults import _admin, _backends, _kill_backend, _kind
 
 TEXTS = [
     "the harbour ferry leaves every twenty minutes from the north pier on weekdays",
@@ -50,8 +52,11 @@ class Killer:
         self.fired = 0
         self.change: sa.Executable | None = None  # "changed": what another writer commits then
 
-    def arm(self, mode: str) -> None:
+        self.kill_the_check = False  # also kill the connection of the check that follows
+
+    def arm(self, mode: str, *, kill_the_check: bool = False) -> None:
         self.mode = mode
+        self.kill_the_check = kill_the_check
 
     def __call__(self, conn: Connection) -> None:
         if self.mode is None or conn.engine.url.database != self.database:
@@ -68,6 +73,17 @@ class Killer:
             cursor.fetchall()
             cursor.close()
         self.kill(dbapi)
+        self.fired += 1
+        if self.kill_the_check:
+            event.listen(Engine, "before_cursor_execute", self._kill_the_check)
+
+    def _kill_the_check(self, conn: Connection, *_statement: Any) -> None:
+        """Kill the connection of the next statement on the database (the check's first)."""
+        if conn.engine.url.database != self.database:
+            return
+        event.remove(Engine, "before_cursor_execute", self._kill_the_check)
+        self.kill_the_check = False
+        self.kill(conn.connection.dbapi_connection)
         self.fired += 1
 
     def kill(self, dbapi: Any) -> None:
@@ -96,6 +112,8 @@ def killer(server_url: str) -> Iterator[Killer]:
         yield made
     finally:
         event.remove(Engine, "commit", made)
+        if event.contains(Engine, "before_cursor_execute", made._kill_the_check):
+            event.remove(Engine, "before_cursor_execute", made._kill_the_check)
         made.admin.dispose()
 
 
@@ -141,6 +159,70 @@ def test_an_add_whose_commit_was_lost_says_so_as_checked(store: SimStore, killer
     )
     assert store.get("b") is None
     assert store.add(TEXTS[1], key="b").inserted  # adding it again works
+
+
+def test_an_add_retried_on_a_new_connection_whose_commit_landed_returns_its_decision(
+    server_url: str, store: SimStore, killer: Killer
+) -> None:
+    # the server dropped the writer's pooled connection while it waited: the add's first
+    # statement finds it gone and the add runs again on a new connection, whose COMMIT is then
+    # lost after the server committed; the retry checks its keys too, as the first try would
+    assert store.add(TEXTS[0], key="a").inserted
+    with _admin(server_url) as admin:
+        for backend in _backends(admin, _kind(server_url), waiting=False):
+            _kill_backend(admin, _kind(server_url), backend)  # the store's pooled connections
+    killer.arm("landed")
+    decision = store.add(TEXTS[1], key="b")
+    assert killer.fired == 1
+    assert decision.inserted
+    found = store.get("b")
+    assert found is not None and found.fingerprint == decision.fingerprint
+    assert store.add(TEXTS[1], key="b").replayed  # written once
+
+
+def test_an_add_whose_check_after_a_lost_commit_failed_says_it_is_unknown(
+    store: SimStore, killer: Killer
+) -> None:
+    # the COMMIT's connection is lost, then the check's own connection too: nothing is known,
+    # and the error says so (never "not written") and how to find out
+    killer.arm("lost", kill_the_check=True)
+    with pytest.raises(CommitOutcomeUnknown) as failed:
+        store.add(TEXTS[1], key="b")
+    assert killer.fired == 2
+    said = str(failed.value)
+    assert said.startswith(f"database {store.url}: the connection was lost during COMMIT (")
+    assert f"; whether it was written is unknown (the check failed: database {store.url}: " in said
+    assert said.endswith(
+        "): look its keys up (SimStore.get(key), simstore show KEY) before adding them again"
+    )
+    assert "was not written" not in said
+    assert isinstance(failed.value.__cause__, sa.exc.DBAPIError)  # the lost COMMIT
+    assert store.get("b") is None  # it was not, in fact
+    assert store.add(TEXTS[1], key="b").inserted
+
+
+def test_a_commit_the_server_refuses_is_not_taken_for_a_lost_connection() -> None:
+    # PostgreSQL checks a deferred constraint trigger at COMMIT: the COMMIT fails on a live
+    # connection, so the add says the server's reason, and nothing about a lost connection
+    url = new_server_database("postgresql")
+    with SimStore(url, namespace="refused", auto_upgrade=True) as store:
+        with _admin(url) as admin:
+            admin.exec_driver_sql(
+                "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$"
+            )
+            admin.exec_driver_sql(
+                "CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON simstore_fingerprints "
+                "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+                "WHEN (NEW.key = 'refused') EXECUTE FUNCTION refuse()"
+            )
+        with pytest.raises(DatabaseUnavailable) as failed:
+            store.add(TEXTS[0], key="refused")
+        said = str(failed.value)
+        assert said == f"database {store.url}: refused at commit", said
+        assert not isinstance(failed.value, CommitOutcomeUnknown)
+        assert store.get("refused") is None
+        assert store.add(TEXTS[0], key="accepted").inserted  # the store goes on
 
 
 def test_a_batch_whose_commit_landed_returns_its_decisions(store: SimStore, killer: Killer) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import signal
+import sqlite3
 import sys
 import threading
 import uuid
@@ -338,9 +340,23 @@ def test_unreachable_database_is_a_clear_error_without_password() -> None:
     assert "s3cret" not in str(failure.value) and "127.0.0.1:1" in str(failure.value)
 
 
-def test_missing_sqlite_folder_is_a_clear_error(tmp_path: object) -> None:
-    with pytest.raises(DatabaseUnavailable, match="does not exist"):
-        SimStore(f"sqlite:///{tmp_path}/no/such/folder/x.db")
+@pytest.mark.parametrize("name", ["{folder}/x.db", "file:{folder}/x.db?uri=true"])
+def test_missing_sqlite_folder_is_a_clear_error(tmp_path: Path, name: str) -> None:
+    # a plain path and SQLite's URI filename; a space in the folder's name, which the URI keeps
+    folder = tmp_path / "no such" / "folder"
+    with pytest.raises(DatabaseUnavailable) as failure:
+        SimStore("sqlite:///" + name.format(folder=folder))
+    assert str(failure.value).endswith(f": folder {folder} does not exist")
+
+
+def test_a_sqlite_file_simstore_opens_is_in_wal_mode(tmp_path: Path) -> None:
+    # SQLite's write-ahead log, which simstore sets on every file it opens: readers do not wait
+    # for a writer, and a commit does not wait for the disk (docs: "WAL, synchronous=NORMAL")
+    path = tmp_path / "wal.db"
+    with SimStore(f"sqlite:///{path}") as store:
+        store.add(key="a", fingerprint=1)
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_query_accepts_text_and_matches_fingerprint_path(make_store: StoreFactory) -> None:
