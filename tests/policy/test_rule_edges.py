@@ -655,6 +655,23 @@ def test_confirm_candidates_confirms_admitted_pairs_only_each_in_its_place() -> 
     assert confirm_candidates([], [], [], Rule(policy, 3)) == []
 
 
+@pytest.mark.parametrize("measure", ["edit", "cosine"])
+def test_a_batch_confirms_by_the_measure_it_is_given(measure: str) -> None:
+    # the batch path's scorer (confirm_many) and the judge score an edited copy alike, as
+    # simstore.text.similarity does on the normalised texts (the reference)
+    policy = MinHashVerification(measure=measure, threshold=0.5)  # type: ignore[arg-type]
+    old, edited = planned(policy, "a", TEXT), planned(policy, "b", EDITED)
+    own, other = compare_normalise(EDITED), compare_normalise(TEXT)
+    expected = (
+        similarity.edit_ratio(own, other, normalise=False)
+        if measure == "edit"
+        else similarity.cosine(own, other, unit="char", normalise=False)
+    )
+    [edge] = confirm_pairs([old, edited], [(1, 0)], Rule(policy, 3))
+    assert (edge.measure, edge.score) == (measure, round(expected, 6))
+    assert policy.judge(edited, kept_of(old), 3).score == edge.score
+
+
 def test_judging_under_the_count_rule_counts_as_the_policy_does() -> None:
     # three words replaced: Jaccard 0.553 reaches the bar (set exactly at it here) while the
     # containment (0.71) stays under 0.8, so the score alone accepts the pair and the count
