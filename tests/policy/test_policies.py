@@ -582,6 +582,7 @@ def test_judge_reports_containment_for_short_texts_at_its_bar() -> None:
         judged = policy.judge(b, kept_of(a), 3)
         assert (judged.measure, judged.score, judged.threshold) == ("containment", 1.0, bar)
         assert (judged.matched, judged.reason) == (True, "duplicate")
+        assert judged.distance == (a.fingerprint ^ b.fingerprint).bit_count()
 
 
 # Through a store: short texts decided by an exact measure
