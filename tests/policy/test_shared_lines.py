@@ -90,6 +90,27 @@ def test_a_copy_cut_short_or_a_line_edited_is_still_a_duplicate() -> None:
     assert [v.duplicate_of for v in verdicts] == [None, "0", "0"]
 
 
+def test_a_copy_cut_short_and_edited_under_a_footer_is_held_by_containment() -> None:
+    # what remains of the copy (its first line, with a typo: no substring of the other's) is
+    # little of what remains of the longer (Jaccard under the 0.3 bar), yet nearly all in it
+    # (containment over 0.8, both by hand in normal form): a copy, not another message
+    body = (
+        "The mirror will be down for maintenance on Saturday.\n"
+        "Downloads resume on Sunday morning.\nSorry for the trouble.\n"
+        "We will post updates on the status page and on the mailing list as the work goes on.\n"
+        "Thank you for your patience."
+    )
+    cut = "The mirror will be down for maintenence on Saturday."
+    own = "the mirror will be down for maintenence on saturday"
+    other = (
+        "the mirror will be down for maintenance on saturday downloads resume on sunday morning "
+        "sorry for the trouble we will post updates on the status page and on the mailing list "
+        "as the work goes on thank you for your patience"
+    )
+    assert jaccard(own, other) < Fraction(3, 10) and containment(own, other) > Fraction(8, 10)
+    assert [v.duplicate_of for v in batch.dedup([body + FOOTER, cut + FOOTER])] == [None, "0"]
+
+
 def test_a_greeting_and_a_signature_are_set_aside_too() -> None:
     first = "Hi all,\nThe new release is out today.\nBest regards,\nAlice Example"
     other = "Hi all,\nThe printer on floor two is jammed.\nBest regards,\nAlice Example"
