@@ -228,6 +228,15 @@ def test_a_version_bumped_past_the_opening_is_kept_apart(make_store: StoreFactor
     assert longer.duplicate_of is not None and longer.duplicate_of.key == "old"
 
 
+def test_a_version_bumped_in_a_long_text_is_an_edit_where_numbers_do_not_matter() -> None:
+    # numbers_matter=False: a number put for another tells no texts apart, long ones included
+    # (their signatures' number sketches are not compared)
+    pair = [_manual("2.3"), _manual("2.4")]
+    assert [v.duplicate_of for v in batch.dedup(pair)] == [None, None]
+    lenient = MinHashVerification(numbers_matter=False)
+    assert [v.duplicate_of for v in batch.dedup(pair, policy=lenient)] == [None, "0"]
+
+
 def test_merge_identity_swaps_merges_them(make_store: StoreFactory) -> None:
     store = make_store(policy=MinHashVerification(merge_identity_swaps=True))
     store.add(NOTICE, key="leeds")
