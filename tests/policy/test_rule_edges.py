@@ -473,6 +473,11 @@ def test_judging_by_distance_names_the_radius() -> None:
     # and without a kept text, the distance at the store's radius
     bare = verified.judge(short, kept._replace(text=None), 3)
     assert (bare.measure, bare.distance, bare.matched) == ("distance", 2, True)
+    # another text exactly short_radius (7) bits away is a candidate: refused by its score
+    other = Kept("c", short.fingerprint ^ 0b1111111, AT, default_normalise(OTHER), None)
+    refused = verified.judge(short, other, 3)
+    assert (refused.measure, refused.distance, refused.threshold) == ("jaccard", 7, 0.8)
+    assert (refused.reason, refused.matched) == ("score under the threshold", False)
 
 
 def test_judging_without_a_kept_text_names_the_store_radius_and_the_distance() -> None:
