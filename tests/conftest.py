@@ -11,6 +11,7 @@ URL's environment variable.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import uuid
@@ -83,6 +84,19 @@ def new_server_database(kind: str) -> str:
     url = make_url(base).set(database=name).render_as_string(hide_password=False)
     _created.append((kind, url))
     return url
+
+
+@contextlib.contextmanager
+def lock_waiting_engines(url: str) -> Iterator[tuple[Engine, Engine]]:
+    """simstore's engine for a PostgreSQL ``url``, and a plain one whose sessions give up a lock
+    wait after a second (lock_timeout: a wait becomes an error, never a clock)."""
+    engine = create_engine_for(url)
+    impatient = sa.create_engine(url, connect_args={"options": "-c lock_timeout=1000"})
+    try:
+        yield engine, impatient
+    finally:
+        engine.dispose()
+        impatient.dispose()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -38,6 +38,7 @@ from simstore.storage.db import create_engine_for
 from simstore.storage.schema import decisions, fingerprints, namespaces
 from simstore.store import SimStore
 from simstore.text import minhash
+from tests.conftest import lock_waiting_engines
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 120.0  # seconds: a loaded machine is slow to start a process, never this slow
@@ -287,26 +288,20 @@ def test_on_postgresql_an_unrelated_add_waits_only_past_the_band_lock_radius(
         # committed first: the namespace already holds a fingerprint row, so neither add below
         # updates the namespace row (whose row lock would make any two adds wait)
         assert seed.add(key="seed", fingerprint=SEED).inserted
-    engine = create_engine_for(server_url)
-    impatient = sa.create_engine(server_url, connect_args={"options": "-c lock_timeout=1000"})
-    try:
-        with engine.connect() as conn:
-            transaction = conn.begin()
+    with lock_waiting_engines(server_url) as (engine, impatient), engine.connect() as conn:
+        transaction = conn.begin()
+        try:
+            holder = SimStore(conn, namespace=namespace, max_distance=radius)
+            assert holder.add(key="first", fingerprint=BASE).inserted
+            other = SimStore(impatient, namespace=namespace, max_distance=radius)
             try:
-                holder = SimStore(conn, namespace=namespace, max_distance=radius)
-                assert holder.add(key="first", fingerprint=BASE).inserted
-                other = SimStore(impatient, namespace=namespace, max_distance=radius)
-                try:
-                    if radius <= locking.BAND_LOCK_MAX_RADIUS:
-                        assert other.add(key="second", fingerprint=BASE ^ EVERY_BIT).inserted
-                    else:
-                        with pytest.raises(DatabaseUnavailable, match="lock timeout"):
-                            other.add(key="second", fingerprint=BASE ^ EVERY_BIT)
-                finally:
-                    other.close()
-                holder.close()
+                if radius <= locking.BAND_LOCK_MAX_RADIUS:
+                    assert other.add(key="second", fingerprint=BASE ^ EVERY_BIT).inserted
+                else:
+                    with pytest.raises(DatabaseUnavailable, match="lock timeout"):
+                        other.add(key="second", fingerprint=BASE ^ EVERY_BIT)
             finally:
-                transaction.rollback()
-    finally:
-        engine.dispose()
-        impatient.dispose()
+                other.close()
+            holder.close()
+        finally:
+            transaction.rollback()

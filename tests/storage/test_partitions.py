@@ -9,7 +9,6 @@ import multiprocessing
 import random
 import threading
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from simstore.store import SimStore
 from simstore.text import minhash
 from tests._workers import stored_band_keys
 from tests.cli.test_commands import Cli
-from tests.conftest import new_server_database
+from tests.conftest import lock_waiting_engines, new_server_database
 
 DAY0 = datetime(2026, 3, 1, 10, 0, 0)
 EVERY_BIT = (1 << 64) - 1
@@ -56,19 +55,6 @@ def _enable(url: str, now: datetime, interval: str = "1d", keep: str = "2d") -> 
             partitions.enable(conn, interval=interval, keep=keep, now=now)
     finally:
         engine.dispose()
-
-
-@contextlib.contextmanager
-def _engines(url: str) -> Iterator[tuple[sa.Engine, sa.Engine]]:
-    """simstore's engine for ``url``, and a plain one whose sessions give up a lock wait after a
-    second (lock_timeout: a wait becomes an error, never a clock)."""
-    engine = create_engine_for(url)
-    impatient = sa.create_engine(url, connect_args={"options": "-c lock_timeout=1000"})
-    try:
-        yield engine, impatient
-    finally:
-        engine.dispose()
-        impatient.dispose()
 
 
 def test_rows_before_and_after_conversion_match_and_purge_drops_partitions() -> None:
@@ -277,7 +263,7 @@ def test_an_add_of_a_key_waits_for_an_uncommitted_add_of_it_in_another_partition
     value = 0x0123_4567_89AB_CDEF
     with SimStore(url, keep="2d", policy=SimHashOnly()) as seed:
         assert seed.add(fingerprint=0x0F0F_0F0F_0F0F_0F0F, key="seed", at=DAY0).inserted
-    with _engines(url) as (engine, impatient), engine.connect() as conn:
+    with lock_waiting_engines(url) as (engine, impatient), engine.connect() as conn:
         transaction = conn.begin()
         holder = SimStore(conn, keep="2d", policy=SimHashOnly())
         assert holder.add(fingerprint=value, key="k", at=DAY0).inserted
@@ -305,7 +291,7 @@ def test_partition_maintenance_keeps_adds_out_until_it_commits() -> None:
     _enable(url, now=DAY0)
     names = _names(url)
     with (
-        _engines(url) as (engine, impatient),
+        lock_waiting_engines(url) as (engine, impatient),
         SimStore(impatient, keep="2d", policy=SimHashOnly()) as other,
     ):
         with engine.connect() as conn:
