@@ -271,6 +271,7 @@ def test_each_lock_key_is_a_bigint_of_its_own() -> None:
 
 
 SEED = BASE ^ 0x0F0F_0F0F_0F0F_0F0F  # 32 bits from BASE and from its complement
+SEED_TEXT = "Quarterly water bills will be posted in May; meter readers visit homes in April."
 
 
 @pytest.mark.parametrize("server_url", ["postgresql"], indirect=True)
@@ -302,6 +303,30 @@ def test_on_postgresql_an_unrelated_add_waits_only_past_the_band_lock_radius(
                         other.add(key="second", fingerprint=BASE ^ EVERY_BIT)
             finally:
                 other.close()
+            holder.close()
+        finally:
+            transaction.rollback()
+
+
+@pytest.mark.parametrize("server_url", ["postgresql"], indirect=True)
+def test_on_postgresql_an_add_waits_for_no_add_of_another_namespace(server_url: str) -> None:
+    """Every lock key of an add carries its namespace: while one namespace holds an uncommitted
+    add, another namespace adds the same text under the same key, which shares every probe key,
+    MinHash band key and the key itself with it, and goes on. A key, band or probe lock taken
+    across namespaces would make it wait, which the waiting session's lock_timeout turns into
+    an error instead of a hang (there is no wait at all when the locks are right)."""
+    names = [f"apart-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    for namespace in names:
+        with SimStore(server_url, namespace=namespace, auto_upgrade=True) as seed:
+            # committed first: neither add below updates its namespace row
+            assert seed.add(SEED_TEXT, key="seed").inserted
+    with lock_waiting_engines(server_url) as (engine, impatient), engine.connect() as conn:
+        transaction = conn.begin()
+        try:
+            holder = SimStore(conn, namespace=names[0])
+            assert holder.add(POST, key="shared").inserted
+            with SimStore(impatient, namespace=names[1]) as other:
+                assert other.add(POST, key="shared").inserted
             holder.close()
         finally:
             transaction.rollback()
