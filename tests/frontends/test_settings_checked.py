@@ -13,10 +13,11 @@ import pytest
 
 from simstore.contrib._knobs import KNOBS
 from simstore.errors import SimstoreError
+from tests.conftest import need_module
 from tests.frontends.test_django import make_project, manage
 
-flask = pytest.importorskip("flask", reason="the flask extra is not installed")
-pytest.importorskip("django", reason="the django extra is not installed")
+flask = need_module("flask", "flask", module=True)
+need_module("django", "django", module=True)
 
 from simstore.contrib.flask import FlaskSimStore  # noqa: E402 - after the extra's check
 

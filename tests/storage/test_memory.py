@@ -27,7 +27,7 @@ from simstore.storage.schema import fingerprints, minhash_keys, segments
 from simstore.store import SimStore
 from simstore.text.edges import MARK, segment_key
 from simstore.text.encoding import to_signed
-from tests.conftest import StoreFactory, _fresh_database
+from tests.conftest import StoreFactory, _fresh_database, need_module
 from tests.policy.test_boilerplate import FOOTER, MESSAGES
 
 POLICY = MinHashVerification(boilerplate_texts=3)
@@ -301,8 +301,8 @@ def test_a_hand_over_without_line_keys_loads_and_counts_nothing(
 def test_a_hand_over_file_carries_line_keys_and_one_without_them_still_reads(
     tmp_path: Path, make_store: StoreFactory, engine: Engine
 ) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
-    import pyarrow as pa
+    pq = need_module("pyarrow.parquet", "parquet")
+    pa = need_module("pyarrow", "parquet")
 
     texts = _texts()
     rows = _load_rows(texts)
