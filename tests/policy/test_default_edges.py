@@ -4,9 +4,10 @@ The bars (``MinHashVerification``): short texts (under ``short_length`` = 700 no
 characters) are decided by the Jaccard similarity of their character 3-grams, a duplicate at
 ``threshold`` = 0.55 or more; under it, by containment, a duplicate at ``containment`` = 0.8 or
 more; longer texts by their signatures' estimate, a duplicate at ``long_threshold`` = 0.70 or
-more (``cjk_long_threshold`` = 0.60 for a text mostly in Chinese or Japanese). A word in the place
-of a name is a look-alike unless it is a typo of it: within one edit in four
-(``simstore.text.similarity``, 0.75).
+more (``cjk_long_threshold`` = 0.60 for a text mostly in Chinese or Japanese); under it, by the
+containment the estimate and the two texts' sizes give, a duplicate at ``long_containment`` =
+0.95 or more. A word in the place of a name is a look-alike unless it is a typo of it: within one
+edit in four (``simstore.text.similarity``, 0.75).
 
 INDEPENDENT: every score below is computed here in plain Python (3-gram sets with exact
 fractions) from texts already in normal form (lowercase words, single spaces: the test checks that
@@ -286,9 +287,56 @@ def test_a_long_chinese_pair_has_its_own_lower_bar(
         assert match is not None and match.measure == "minhash"  # only the CJK bar refused it
 
 
+# --- long texts under their estimate's bar: a copy with text added, contained >= 0.95 ------------
+#
+# INDEPENDENT: the containment is computed here as the signature's rule reads it (Broder 1997):
+# |A & B| / min(|A|, |B|) = J (|A| + |B|) / ((1 + J) min(|A|, |B|)), with J the b-bit estimate above
+# (from the 96 equal values) and |A|, |B| the distinct character 5-grams of each text, counted here
+# with a set (the size a stored signature carries, ``simstore.text.minhash``). The new text is the
+# kept one with words of another vocabulary added at its end: the estimate stays under 0.70, the
+# containment near 1; two tails were found by a search to sit just over and just under 0.95.
+
+TAIL = (
+    "quartz violet thunder marble lantern copper falcon glacier tundra velvet saffron cobalt "
+    "juniper ember obsidian plume sable tamarind zephyr walrus"
+)
+TAIL_WORDS = TAIL.split()
+
+
+def five_grams(text: str) -> set[str]:
+    return {text[i : i + 5] for i in range(len(text) - 4)}
+
+
+@pytest.mark.parametrize(
+    ("seed", "words", "equal", "duplicate"), [(1, 56, 59, True), (7, 98, 53, False)]
+)
+def test_a_long_text_with_text_added_is_a_copy_from_containment_095_and_not_under(
+    seed: int, words: int, equal: int, duplicate: bool
+) -> None:
+    kept = " ".join(ENGLISH)
+    new = kept + " " + " ".join(random.Random(seed).choices(TAIL_WORDS, k=words))
+    assert equal_values(kept, new) == equal
+    estimate = b_bit_estimate(equal)
+    assert estimate < Fraction(7, 10)  # the estimate's bar refuses both
+    own, other = len(five_grams(new)), len(five_grams(kept))
+    contained = estimate * (own + other) / ((1 + estimate) * min(own, other))
+    assert (contained >= Fraction(19, 20)) == duplicate
+    assert abs(contained - Fraction(19, 20)) < Fraction(1, 200)  # each pair close to the bar
+    match = decide(kept, new)
+    assert (match is not None) == duplicate
+    if match is not None:
+        assert match.measure == "containment"
+        assert match.score == pytest.approx(float(contained), abs=1e-6)
+    else:
+        lowered = dataclasses.replace(DEFAULT_POLICY, long_containment=0.94)
+        match = decide(kept, new, lowered)
+        assert match is not None and match.measure == "containment"  # only this bar refused it
+
+
 def test_the_bars_are_the_documented_ones() -> None:
     # the pairs above sit at these values; a changed default needs new pairs, not a passing test
     policy = DEFAULT_POLICY
     assert isinstance(policy, MinHashVerification)
     assert (policy.short_length, policy.threshold, policy.containment) == (700, 0.55, 0.8)
     assert (policy.long_threshold, policy.cjk_long_threshold) == (0.70, 0.60)
+    assert policy.long_containment == 0.95
