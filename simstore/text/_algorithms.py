@@ -457,19 +457,31 @@ def default_normalise_many(texts: Sequence[str]) -> list[str]:
     """
     if len(texts) == 1:  # one add or query: its fingerprint and its policy normalise it alike
         return [_normalise_recent(texts[0])]
-    joined = "\x00".join(texts)
-    if joined.count("\x00") != len(texts) - 1:  # some text holds NUL itself (or there is none)
+    joined = nfkc_joined(texts)
+    if joined is None:
         return [default_normalise(text) for text in texts]
-    joined = fold_to_ascii(joined)
-    if not unicodedata.is_normalized("NFKC", joined):
-        joined = "\x00".join(
-            piece
-            if unicodedata.is_normalized("NFKC", piece)
-            else unicodedata.normalize("NFKC", piece)
-            for piece in joined.split("\x00")
-        )
     words = _words_joined(joined.casefold())
     return [piece.strip(" ") for piece in words.split("\x00")]
+
+
+def nfkc_joined(texts: Sequence[str]) -> str | None:
+    """``"\\x00".join(nfkc(t) for t in texts)``, folded as one string; None when some text
+    holds NUL itself or there is no text (the pieces could not be told apart).
+
+    NUL is a hard boundary for NFKC (a starter that composes with nothing and that no other
+    character's decomposition holds), so folding the batch at once is folding each text, and the
+    quick check is made once for the batch and again only on the texts that fail it.
+    """
+    joined = "\x00".join(texts)
+    if joined.count("\x00") != len(texts) - 1:
+        return None
+    joined = fold_to_ascii(joined)
+    if unicodedata.is_normalized("NFKC", joined):
+        return joined
+    return "\x00".join(
+        piece if unicodedata.is_normalized("NFKC", piece) else unicodedata.normalize("NFKC", piece)
+        for piece in joined.split("\x00")
+    )
 
 
 def _splitmix(values: U64) -> U64:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from simstore.text._algorithms import nfkc
+from simstore.text._algorithms import nfkc, nfkc_joined
 
 FILLERS = "\u115f\u1160\u3164\uffa0"
 """Hangul fillers: letters to Unicode (so ``\\w`` matches them), invisible on screen."""
@@ -51,5 +51,13 @@ def compare_normalise(text: str) -> str:
 
 
 def compare_normalise_many(texts: Sequence[str]) -> list[str]:
-    """``compare_normalise`` of each text."""
-    return [compare_normalise(text) for text in texts]
+    """``[compare_normalise(t) for t in texts]``, folded as one batch (NFKC and casefold of the
+    texts joined by NUL, ``nfkc_joined``) and then tokenised text by text: faster on a batch of
+    short texts, where folding each text on its own costs more than finding its tokens."""
+    joined = nfkc_joined(texts) if len(texts) > 1 else None
+    if joined is None:
+        return [compare_normalise(text) for text in texts]
+    folded = joined.casefold()
+    if not folded.isascii():
+        folded = _FILLER.sub(" ", folded)
+    return [" ".join(_TOKEN.findall(piece)) for piece in folded.split("\x00")]

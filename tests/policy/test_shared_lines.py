@@ -316,7 +316,7 @@ def test_no_normalisation_reaches_across_a_line_break() -> None:
     assert holding == []
 
 
-@pytest.mark.slow  # every character on both sides of three breaks: ~20 s, ~3 minutes
+@pytest.mark.slow  # every character on both sides of three breaks: ~20 s a normaliser
 @pytest.mark.parametrize("many", [default_normalise_many, compare_normalise_many])
 def test_every_character_by_a_break_normalises_as_in_the_whole_text(
     many: Callable[[Sequence[str]], list[str]],

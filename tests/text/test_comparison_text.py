@@ -9,6 +9,8 @@ with the textbook definition over a plain set comprehension of character 3-grams
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -27,7 +29,13 @@ from simstore.text.lookalike import (
     sketch_swaps,
     tokens,
 )
-from simstore.text.normalise import compare_normalise, is_blank
+from simstore.text.normalise import (
+    _FILLER,
+    _TOKEN,
+    compare_normalise,
+    compare_normalise_many,
+    is_blank,
+)
 from simstore.text.similarity import jaccard
 
 PLUS = "GNU Objective-C++ compiler"
@@ -94,6 +102,46 @@ def test_a_text_with_anything_else_is_not_blank(text: str) -> None:
 
 def test_a_filler_between_words_is_a_space() -> None:
     assert compare_normalise("open\u3164source") == "open source"
+
+
+# characters where one text's end meets the next one's start in a batch: combining marks,
+# fullwidth and compatibility forms, fillers, the prefix symbols, line breaks, NUL
+EDGES = st.text(
+    st.one_of(
+        st.sampled_from("\u0301\u0308\u3099\uff0d\uff0e\uff03\u2026\u1160\u3164-.+#\n\x85\x00 "),
+        st.characters(codec="utf-8"),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(EDGES, max_size=10))
+@example([])
+@example(["a\x00b", "c"])  # a text holding NUL: the batch cannot be split back, each alone
+@example(["x", "\u0301--v", "c+", "+"])
+def test_a_batch_is_normalised_as_each_text_alone(texts: list[str]) -> None:
+    assert compare_normalise_many(texts) == [compare_normalise(text) for text in texts]
+
+
+def _folded_alone(text: str) -> str:
+    """A text's comparison text by the definition: ``unicodedata``'s NFKC, casefold, fillers
+    made spaces, the module's tokens (what the batch may change is the folding, not the tokens)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_TOKEN.findall(_FILLER.sub(" ", folded)))
+
+
+@pytest.mark.slow  # ~10 s: a million texts
+def test_every_character_at_a_texts_edges_is_normalised_as_in_the_text_alone() -> None:
+    differ = []
+    for first in range(0, 0x110000, 4096):
+        chars = [chr(p) for p in range(first, first + 4096) if not 0xD800 <= p <= 0xDFFF]
+        # each character starts a text, then a combining mark and a prefix symbol follow it, and
+        # it ends the text: the next code point's text starts across the boundary
+        texts = [f"{c}\u0308-{c}" for c in chars]
+        batch = compare_normalise_many(texts)
+        differ += [t for t, got in zip(texts, batch, strict=True) if got != _folded_alone(t)]
+    assert differ == []
 
 
 EN = (
