@@ -33,6 +33,7 @@ from simstore.policy.policies import (
     SimHashOnly,
     SimHashVerification,
     check_policy,
+    policy_from,
     strip_markup,
 )
 from simstore.storage import _finder
@@ -220,9 +221,18 @@ def test_invalid_policy_options_are_refused_with_simstore_errors() -> None:
         SimHashVerification(short_radius="7")  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
         SimHashVerification(threshold=1.5)
-    with pytest.raises(InvalidType):
+    with pytest.raises(InvalidType, match=r"^policy must be .*MinHashVerification.*not int$"):
         check_policy(3)
     assert check_policy(DEFAULT_POLICY) is DEFAULT_POLICY
+
+
+def test_a_threshold_by_name_is_checked_as_a_fraction_before_the_policy_is_made() -> None:
+    # the threshold's own message, whichever policy is named (simhash takes none, and would
+    # otherwise say only that)
+    with pytest.raises(InvalidType, match=r"^threshold must be a number, not str$"):
+        policy_from("minhash", threshold="0.9")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match=r"^threshold must lie in \[0, 1\], got 5$"):
+        policy_from("simhash", threshold=5)
 
 
 def test_every_policy_describes_itself() -> None:
