@@ -34,6 +34,7 @@ from simstore.storage.retention import partition_of
 from simstore.storage.schema import band_keys_in_row, fingerprints, minhash_keys, namespaces
 from simstore.store import SimStore
 from simstore.text.encoding import bands, from_signed
+from tests.conftest import HANG
 
 ROOT = Path(__file__).resolve().parent.parent
 MASK64 = (1 << 64) - 1
@@ -223,14 +224,14 @@ def fingerprint_items(count: int, seed: int, prefix: str = "k") -> list[tuple[st
 _SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "zu", "pe", "qua", "dri", "on", "el"]
 
 
-def run_together(processes: Sequence[Any], results: Any, *, timeout: float = 600) -> list[Any]:
+def run_together(processes: Sequence[Any], results: Any) -> list[Any]:
     """Start ``processes`` (``multiprocessing`` ones), take one result each from the queue
     ``results``, join them, and check that each exited cleanly; the results, as they came."""
     for process in processes:
         process.start()
-    outcomes = [results.get(timeout=timeout) for _ in processes]
+    outcomes = [results.get(timeout=HANG) for _ in processes]
     for process in processes:
-        process.join(timeout=60)
+        process.join(timeout=HANG)
         assert process.exitcode == 0
     return outcomes
 

@@ -35,6 +35,9 @@ SERVER_ENV = {
 DIALECTS = ["sqlite-file", "sqlite-memory", "postgresql", "mysql"]
 SERVERS = ["postgresql", "mysql"]
 StoreFactory = Callable[..., SimStore]
+# how long a test waits for a process, thread or queue before calling it hung: far above what a
+# loaded machine needs (a test under load is slower, not wrong), never a pace to keep
+HANG = 900
 
 
 def unavailable(reason: str, *, needed: str = "server", module: bool = False) -> NoReturn:

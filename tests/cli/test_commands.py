@@ -29,6 +29,7 @@ from simstore.text import minhash
 from simstore.text.normalise import compare_normalise
 from simstore.text.presets import presets
 from simstore.text.similarity import char_ngrams
+from tests.conftest import HANG
 
 KEYS = minhash.LAYOUTS[DEFAULT_POLICY.minhash_bands][0]  # band keys a text (a key a band)
 
@@ -55,8 +56,6 @@ LONG_TEXT = (
 
 
 Ran = subprocess.CompletedProcess[str]
-# a run that takes this long hangs: far above what a loaded machine needs, never a pace to keep
-HANG = 900
 
 
 @dataclass

@@ -8,9 +8,10 @@ import subprocess
 import sys
 import time
 
-from tests.cli.test_commands import HANG, Cli
+from tests.cli.test_commands import Cli
 from tests.cli.test_commands import cli as cli  # the fixture
 from tests.cli.test_signals import big_feed
+from tests.conftest import HANG
 
 
 def _on_a_terminal(cli: Cli, *args: str) -> tuple[int, str]:

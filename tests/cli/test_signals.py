@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_commands import HANG, Cli, write
+from tests.cli.test_commands import Cli, write
 from tests.cli.test_commands import cli as cli
+from tests.conftest import HANG
 
 pytestmark = pytest.mark.slow  # signals sent into CLI subprocesses mid-run
 

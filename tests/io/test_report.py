@@ -27,8 +27,8 @@ from simstore.io._report_html import SECTIONS, diff, tokens
 from simstore.io.report import DISTANCE_MEASURE, Report, thresholds
 from simstore.policy.policies import MinHashVerification, SimHashOnly, SimHashVerification
 from simstore.store import SimStore
-from tests.cli.test_commands import CORPUS, HANG, Cli
-from tests.conftest import StoreFactory
+from tests.cli.test_commands import CORPUS, Cli
+from tests.conftest import HANG, StoreFactory
 from tests.storage.test_audit_sql import recipes
 
 pytestmark = pytest.mark.slow  # reports rendered in a headless browser and by CLI subprocesses

@@ -12,7 +12,7 @@ from simstore.errors import InvalidInput
 from simstore.io import whatif as page
 from simstore.policy import whatif
 from simstore.policy.policies import DEFAULT_POLICY
-from tests.cli.test_commands import HANG
+from tests.conftest import HANG
 from tests.io.test_report import chromium, png_rows, png_size
 from tests.policy.test_whatif import KEYS, TEXTS
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import new_server_database, unavailable
+from tests.conftest import HANG, new_server_database, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
@@ -119,7 +119,7 @@ def _run(block: Block, folder: Path, env: dict[str, str], urls: dict[str, str]) 
     else:
         command = ["bash", "-euo", "pipefail", "-c", code]
     done = subprocess.run(
-        command, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False
+        command, cwd=folder, env=env, capture_output=True, text=True, timeout=HANG, check=False
     )
     assert done.returncode == 0, (
         f"{block.page}:{block.line} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"

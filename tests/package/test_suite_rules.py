@@ -41,3 +41,18 @@ def test_a_missing_module_fails_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SIMSTORE_REQUIRE_SERVERS", "1")
     with pytest.raises(pytest.fail.Exception, match=f"the spark extra required in CI: {MISSING}"):
         need_module(MISSING, "spark")
+
+
+def test_a_wait_for_a_process_or_thread_is_bounded_by_hang_only() -> None:
+    # a fixed deadline of a minute or more is a bet on the machine's pace, and a loaded one loses
+    # it; waits are for a condition, bounded by tests.conftest.HANG, which only a hang reaches
+    deadline = re.compile(r"(?:\btimeout\s*=\s*|\.join\(\s*|\.wait\(\s*)(\d+(?:\.\d+)?)\b")
+    found = [
+        f"{path.relative_to(TESTS)}:{number}: {line.strip()}"
+        for path in sorted(TESTS.rglob("*.py"))
+        if path != Path(__file__).resolve()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for match in deadline.finditer(line)
+        if float(match.group(1)) >= 60
+    ]
+    assert found == [], "bound a wait by tests.conftest.HANG"

@@ -31,7 +31,7 @@ from simstore.text import minhash
 from simstore.text._algorithms import default_normalise
 from simstore.text.similarity import char_ngrams, jaccard
 from tests._workers import stored_band_keys
-from tests.conftest import StoreFactory
+from tests.conftest import HANG, StoreFactory
 
 WORDS = ["".join(random.Random(i).choices(string.ascii_lowercase, k=6)) for i in range(3000)]
 
@@ -476,7 +476,7 @@ def test_racing_processes_keep_one_text_per_cluster(database_url: str) -> None:
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(timeout=300)
+        worker.join(timeout=HANG)
         assert worker.exitcode == 0
 
     store = SimStore(database_url, namespace=namespace)

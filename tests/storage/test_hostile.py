@@ -32,8 +32,7 @@ from simstore.cli import main
 from simstore.errors import DatabaseUnavailable, InvalidInput, SimstoreError
 from simstore.store import BatchFailed, SimStore
 from tests._workers import PASSWORD, ROOT, START, audit, random_text, row_counts
-from tests.cli.test_commands import HANG
-from tests.conftest import StoreFactory, new_server_database
+from tests.conftest import HANG, StoreFactory, new_server_database
 
 INJECTIONS = [
     "x'; DROP TABLE simstore_fingerprints; --",

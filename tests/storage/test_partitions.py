@@ -24,7 +24,7 @@ from simstore.store import SimStore
 from simstore.text import minhash
 from tests._workers import stored_band_keys
 from tests.cli.test_commands import Cli
-from tests.conftest import lock_waiting_engines, new_server_database
+from tests.conftest import HANG, lock_waiting_engines, new_server_database
 
 DAY0 = datetime(2026, 3, 1, 10, 0, 0)
 EVERY_BIT = (1 << 64) - 1
@@ -333,7 +333,7 @@ def test_racing_adds_of_one_key_into_two_partitions_keep_one_row() -> None:
         for worker in workers:
             worker.start()
         for worker in workers:
-            worker.join(600)  # a hang guard only: a spawned worker is slow to start under load
+            worker.join(HANG)  # a spawned worker is slow to start under load
             assert worker.exitcode == 0, attempt
         engine = create_engine_for(url)
         with engine.connect() as conn:

@@ -68,7 +68,7 @@ def test_racing_processes_keep_exactly_one_per_cluster(database_url: str, radius
         )
         for items in per_process
     ]
-    outcomes = run_together(workers, results, timeout=300)
+    outcomes = run_together(workers, results)
 
     decisions = [entry for outcome in outcomes for entry in outcome]
     assert len(decisions) == len(cluster_of)

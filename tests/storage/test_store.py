@@ -35,7 +35,7 @@ from simstore.storage import migrate
 from simstore.storage.schema import fingerprints, namespaces
 from simstore.store import BatchFailed, SimStore
 from simstore.text.presets import get_preset
-from tests.conftest import StoreFactory
+from tests.conftest import HANG, StoreFactory
 
 LONG_ZH = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。"
 LONG_ZH_EDIT = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花！明天可能下雨，出门记得带伞"
@@ -438,7 +438,7 @@ def test_many_threads_query_an_owned_sqlite_store_while_it_grows(tmp_path: objec
     barrier = threading.Barrier(20)
 
     def reader(start: int) -> list[int]:
-        barrier.wait(timeout=60)  # 20 distinct threads, each holding a connection
+        barrier.wait(timeout=HANG)  # 20 distinct threads, each holding a connection
         seen = []
         for value in values[start::20]:
             seen.append(len(store.query(fingerprint=value, max_distance=0)))
