@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import re
 import string
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
@@ -24,6 +25,7 @@ from simstore import fingerprint, hamming
 from simstore.errors import InvalidInput, InvalidType
 from simstore.policy import batch
 from simstore.policy._minhash_policy import _cjk_characters
+from simstore.policy.decide import CandidateIndex
 from simstore.policy.policies import (
     DEFAULT_POLICY,
     Item,
@@ -210,6 +212,28 @@ def test_candidates_by_band_keys_or_by_radius() -> None:
     # a signed row is found by its band keys only (not in the SimHash band indexes): a bare
     # fingerprint, which has none, never meets it, however near
     assert not policy.is_candidate(unsigned, b, 0)
+
+
+class _SignedByRadiusToo(MinHashVerification):
+    """A caller's own candidate rule: a signed kept text within the radius is a candidate too."""
+
+    @staticmethod
+    def by_radius(item: Item, signature: bytes | None) -> bool:
+        return True
+
+
+def test_a_batch_shows_a_policy_with_its_own_candidate_rule_every_text_within_the_radius() -> None:
+    # the batch's index keeps signed texts out of its SimHash bands only for the base rule
+    # (keeps_base_candidate_rule); a rule of its own must see every text within the radius, as
+    # is_candidate itself says
+    for policy in (MinHashVerification(), _SignedByRadiusToo()):
+        a = planned(policy, "a", TEXT)
+        b = replace(planned(policy, "b", OTHER), fingerprint=a.fingerprint ^ 0b101)
+        assert a.signature and b.signature and not set(a.band_keys) & set(b.band_keys)
+        index = CandidateIndex(policy)
+        index.add(0, a)
+        assert index.candidates(b) == ([0] if policy.is_candidate(b, a, 0) else [])
+        assert policy.is_candidate(b, a, 0) is isinstance(policy, _SignedByRadiusToo)
 
 
 def test_invalid_policy_options_are_refused_with_simstore_errors() -> None:
