@@ -9,6 +9,7 @@ itself.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import string
@@ -22,12 +23,14 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 
 from simstore import fingerprint, hamming
-from simstore.errors import InvalidInput, InvalidType
+from simstore.errors import InvalidInput, InvalidType, PolicyMismatch
 from simstore.policy import batch
 from simstore.policy._minhash_policy import _cjk_characters
 from simstore.policy.decide import CandidateIndex
 from simstore.policy.policies import (
+    _OPTIONAL,
     DEFAULT_POLICY,
+    POLICY_NAMES,
     Item,
     Kept,
     MinHashVerification,
@@ -36,6 +39,9 @@ from simstore.policy.policies import (
     SimHashVerification,
     check_policy,
     policy_from,
+    policy_from_recipe,
+    policy_options,
+    policy_with,
     strip_markup,
 )
 from simstore.storage import _finder
@@ -212,6 +218,71 @@ def test_candidates_by_band_keys_or_by_radius() -> None:
     # a signed row is found by its band keys only (not in the SimHash band indexes): a bare
     # fingerprint, which has none, never meets it, however near
     assert not policy.is_candidate(unsigned, b, 0)
+
+
+def _as_given(value: object) -> str:
+    """An option's value as a command line or an environment variable writes it."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def test_every_option_is_read_from_the_string_a_command_line_gives() -> None:
+    # the reference: each default written out as a string reads back as itself, of its own type;
+    # an option that may be None (its declared type in _OPTIONAL) reads "none" and "null" in any
+    # case as None, and a number written out as a number of that type
+    for name in POLICY_NAMES:
+        for option, default in policy_options(name).items():
+            if default is not None:
+                made = getattr(policy_with(name, {option: _as_given(default)}), option)
+                assert (made, type(made)) == (default, type(default)), (name, option)
+            if option in _OPTIONAL:
+                for written in ("none", "null", " NULL "):
+                    assert getattr(policy_with(name, {option: written}), option) is None
+                value = _OPTIONAL[option]("1" if _OPTIONAL[option] is int else "0.5")
+                made = getattr(policy_with(name, {option: _as_given(value)}), option)
+                assert (made, type(made)) == (value, type(value)), (name, option)
+
+
+def test_a_bad_option_is_refused_with_what_to_give_instead() -> None:
+    listed = ", ".join(f"{option}={value}" for option, value in policy_options("minhash").items())
+    with pytest.raises(InvalidInput) as refused:
+        policy_with("minhash", {"size": 1, "colour": "red"})
+    assert (
+        str(refused.value)
+        == f"the minhash policy has no option colour, size; its options: {listed}"
+    )
+    with pytest.raises(InvalidInput) as refused:
+        policy_with("simhash", {"threshold": 0.5})
+    assert str(refused.value) == (
+        "the simhash policy has no option threshold (it decides by distance: give max_distance);"
+        " its options: min_features=3, expire_by_last_seen=False"
+    )
+    with pytest.raises(InvalidInput) as refused:
+        policy_with("minhash", {"min_bands": "2.5"})
+    assert str(refused.value) == "policy option min_bands of minhash takes int, not '2.5'"
+    with pytest.raises(InvalidInput) as refused:
+        policy_with("minhash", {"threshold": [1]})
+    assert str(refused.value) == (
+        "bad options for the minhash policy: threshold must be a number, not list"
+    )
+    with pytest.raises(InvalidInput) as refused:
+        policy_with("lsh")
+    assert (
+        str(refused.value) == "policy must be one of minhash, simhash-verified, simhash, not 'lsh'"
+    )
+
+
+def test_a_recipe_this_simstore_cannot_make_is_refused_with_what_to_do() -> None:
+    recipe = json.loads(MinHashVerification().recipe())
+    with pytest.raises(PolicyMismatch, match=r"^unreadable policy recipe '\{'$"):
+        policy_from_recipe("{")
+    for unknown in ({**recipe, "recipe": 99}, {**recipe, "policy": "lsh"}):
+        written = json.dumps(unknown)
+        with pytest.raises(PolicyMismatch) as refused:
+            policy_from_recipe(written)
+        assert str(refused.value) == (
+            f"the namespace records policy {written}, which this simstore cannot make: upgrade "
+            "simstore, or pass the policy explicitly"
+        )
 
 
 class _SignedByRadiusToo(MinHashVerification):
