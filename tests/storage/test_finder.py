@@ -158,6 +158,24 @@ def test_the_shortest_window_still_finds_a_copy_added_at_the_same_moment(
     assert store.add(POST, key="c", at=AT + timedelta(seconds=2)).inserted
 
 
+@pytest.mark.parametrize("batch", [False, True], ids=["add", "add_many"])
+def test_a_copy_exactly_one_window_later_is_inside_it_and_a_microsecond_more_is_not(
+    make_store: StoreFactory, batch: bool
+) -> None:
+    # the window holds what was kept at its start (retention.window_start: "the oldest time
+    # still inside"), in the database's lookup and in a batch's own
+    edge = AT + timedelta(hours=1)
+    for later, inside in ((edge, True), (edge + timedelta(microseconds=1), False)):
+        store = make_store(keep="1h", namespace=f"edge-{inside}")
+        if batch:
+            items = [{"key": "a", "text": POST, "at": AT}, {"key": "b", "text": POST, "at": later}]
+            decisions = list(store.add_many(items))
+        else:
+            decisions = [store.add(POST, key="a", at=AT), store.add(POST, key="b", at=later)]
+        assert decisions[0].inserted
+        assert decisions[1].inserted is not inside, (later, batch)
+
+
 def test_a_text_finds_a_bare_fingerprint_another_store_kept(make_store: StoreFactory) -> None:
     # the rows kept without a signature are found by SimHash bands only, which a text's add
     # searches when its lock statement reads that the namespace holds such a row: a store that
