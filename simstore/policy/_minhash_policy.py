@@ -333,8 +333,7 @@ class MinHashVerification(Policy):
                     lines = [self.normalise(line) for line in prepared.splitlines()]
                 item.text = joined(lines, normalised)
         item.normalised = normalised  # signed with the rest of the batch (``sign``)
-        cjk = _cjk_characters(normalised)
-        item.mostly_cjk = 2 * cjk > len(normalised) - normalised.count(" ")
+        item.mostly_cjk = _mostly_cjk(normalised)
 
     def sign(self, items: Sequence[Item]) -> None:
         """MinHash signatures and band keys of the planned items, in one numpy pass."""
@@ -376,8 +375,7 @@ class MinHashVerification(Policy):
         item.context = self._context(item)
         item.text = rest
         item.normalised = flat(rest)
-        cjk = _cjk_characters(item.normalised)
-        item.mostly_cjk = 2 * cjk > len(item.normalised) - item.normalised.count(" ")
+        item.mostly_cjk = _mostly_cjk(item.normalised)
         return True
 
     def _other_text(self, item: Item, kept_text: str) -> str:
@@ -812,6 +810,12 @@ def _cjk_table() -> npt.NDArray[np.bool_]:
     for first, last in _CJK_RANGES:
         table[first : last + 1] = True
     return table
+
+
+def _mostly_cjk(normalised: str) -> bool:
+    """Whether most of a normalised text's characters (its spaces left out) are Chinese or
+    Japanese: its Chinese bars and rules apply to it."""
+    return 2 * _cjk_characters(normalised) > len(normalised) - normalised.count(" ")
 
 
 def _cjk_characters(text: str) -> int:

@@ -180,3 +180,23 @@ def test_a_line_of_eight_characters_is_set_aside_and_marked_and_enough_to_compar
         f"{eight}\na message of words",
         frozenset({segment_key(eight)}),
     )
+
+
+def test_a_text_set_aside_is_planned_as_the_lines_left_and_only_once() -> None:
+    # a short Chinese message under a longer English footer: whole, most of its characters are
+    # Latin; its message alone is Chinese, and the rules for Chinese text must apply to it (the
+    # reference: the message planned on its own)
+    policy = MinHashVerification(boilerplate_texts=1)
+    message = "今天下午三点在二楼会议室开会，请大家准时参加并带上上周的报告。"
+    footer = frozenset(segment_key(policy.normalise(line)) for line in FOOTER.split("\n"))
+    (item,) = batch.sign([message + "\n\n" + FOOTER], policy=policy)
+    (alone,) = batch.sign([message], policy=policy)
+    assert (item.mostly_cjk, alone.mostly_cjk) == (False, True)
+    assert policy.set_aside(item, footer) is True
+    planned = (item.text, item.normalised, item.mostly_cjk)
+    assert planned == (alone.text, alone.normalised, alone.mostly_cjk)
+    assert policy.set_aside(item, footer) is False  # set aside again: the same, nothing to sign
+    # a long text has no lines to set aside, and says so
+    (long_item,) = batch.sign([" ".join(MESSAGES * 3) + "\n\n" + FOOTER], policy=policy)
+    assert long_item.text is None
+    assert policy.set_aside(long_item, footer) is False
