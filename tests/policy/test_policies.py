@@ -548,6 +548,19 @@ def test_counting_chinese_and_japanese_characters(text: str) -> None:
     assert _cjk_characters(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "chinese"),
+    [
+        ("中文ab", False),  # by hand: 2 Chinese characters of 4, half is not most
+        ("中文a", True),  # 2 of 3
+        ("中文 a", True),  # 2 of 3: a space is no character of the text's
+        ("中 文 a b", False),  # 2 of 4
+    ],
+)
+def test_a_text_is_chinese_when_more_than_half_its_characters_are(text: str, chinese: bool) -> None:
+    assert planned(MinHashVerification(), "k", text).mostly_cjk is chinese
+
+
 def test_a_long_text_mostly_in_chinese_has_its_own_threshold() -> None:
     # 27 copies (~1,030 normalised characters): longer than short_length (1000), so not kept
     zh = "今天天气很好，我们一起去公园散步，顺便看看湖边新开的花。明天可能下雨，出门记得带伞。" * 27
