@@ -143,6 +143,19 @@ def test_a_line_set_aside_still_tells_two_versions_apart() -> None:
     assert _verdicts([*pages, pages[3] + " "], 3)[4] == (False, "3")
 
 
+def test_a_line_set_aside_from_the_new_text_still_tells_two_versions_apart() -> None:
+    # the other way round: a page naming 2.76 is kept first, then three pages end in the 2.73
+    # line (boilerplate from then on), then the first page's message under 2.73 comes, set
+    # aside to its message alone: its whole text still differs from the kept one by a version
+    signature = "-- Osamu Aoki, Debian Reference (version 2.73)"
+    pages = [f"{message}\n{signature}" for message in MESSAGES[:3]]
+    first = MESSAGES[3] + "\n" + signature.replace("2.73", "2.76")
+    again = MESSAGES[3] + "\n" + signature
+    assert _verdicts([first, *pages, again], 3)[4] == (True, None)
+    # under the same version it is a duplicate
+    assert _verdicts([again, *pages, again + " "], 3)[4] == (False, "0")
+
+
 def test_a_segment_is_a_line_of_eight_characters_or_more() -> None:
     # SEGMENT_LENGTH's edge: a line of 7 characters says nothing, one of 8 is counted
     seven, eight = "abcdefg", "abcdefgh"
