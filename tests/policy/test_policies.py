@@ -358,6 +358,16 @@ _BANDS = "minhash (>= 2 shared band keys, 1 for short texts; short texts: "
     ("options", "line"),
     [
         (
+            {},  # the default, as the README's quick start shows it
+            f"{_BANDS}{_SHORT_RULES}, identity swaps apart, Chinese nouns by jieba (<= 1 other "
+            f"word(s) an edit){_LINES}; long: {_LONG_RULES}, identity swaps apart)",
+        ),
+        (
+            {"cjk_replaced": None},
+            f"{_BANDS}{_SHORT_RULES}, identity swaps apart{_LINES}; "
+            f"long: {_LONG_RULES}, identity swaps apart)",
+        ),
+        (
             {"identity_rule": False},  # simstore 0.4's count of replaced words
             f"{_BANDS}{_SHORT_RULES}, look-alikes apart{_LINES}; "
             f"long: {_LONG_RULES}, look-alike openings apart)",
