@@ -11,7 +11,9 @@ without it the file kept the size of its largest moment (191 MiB after 60,000 ad
 
 Every store of this process on one file shares that file's thread (counted by ``attach``); it ends
 with the last store's ``detach``. It sleeps until a commit of one of those stores wakes it, then
-looks at the log at most once per ``PACE_S`` while commits go on: an idle store costs nothing.
+looks at the log at most once per ``PACE_S`` while commits go on, and a few times more, less and
+less often, after the last (``TRAILING_S``: a commit wakes it as it begins, so the last one of a
+burst ends after the look it caused); then it sleeps again: an idle store costs nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ class Checkpointer:
     """The checkpoint thread of one database file, shared by the stores that use it."""
 
     PACE_S = 0.1  # under sustained commits: one look at the log per this many seconds
+    # after the last commit's wake, looks again at PACE_S, twice that, ... up to this: a commit
+    # wakes the thread as it begins, and a look made while it runs misses what it writes
+    TRAILING_S = 6.4
     LOG_BYTES = 4 << 20  # SQLite's own threshold: 1,000 pages of 4 KiB
     SAFETY_PAGES = 10_000
 
@@ -115,6 +120,10 @@ class Checkpointer:
                 connection = self._checkpoint(connection)
                 if self._stopping.wait(self.PACE_S):
                     return
+                delay = self.PACE_S
+                while delay <= self.TRAILING_S and not self._wake.wait(delay):
+                    connection = self._checkpoint(connection)
+                    delay *= 2
         finally:
             if connection is not None:
                 connection.close()

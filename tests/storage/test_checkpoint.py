@@ -109,6 +109,23 @@ def test_the_stores_of_one_file_share_one_thread_which_ends_with_the_last(
     assert errors == []  # the threads ended without an error
 
 
+def test_the_log_of_a_bursts_last_commit_is_checkpointed_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one commit that takes the log past the threshold, then no other: the commit wakes the
+    # thread as it begins, so the look it causes comes before the frames it writes, and the
+    # thread must look again after it (it waited for a next commit that never came)
+    monkeypatch.setattr(Checkpointer, "LOG_BYTES", 256 << 10)
+    path = tmp_path / "burst.db"
+    with SimStore(f"sqlite:///{path}") as store:
+        size = path.stat().st_size
+        rng = random.Random(1)
+        items = [(f"k{n}", random_text(rng, 60)) for n in range(300)]
+        for _decision in store.add_many(items, batch_size=300):
+            pass
+        _wait_until_the_file_grows(path, size, "the last commit's log was never checkpointed")
+
+
 def test_a_file_opened_again_after_its_last_store_closed_gets_a_thread_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
