@@ -42,6 +42,7 @@ from simstore.policy.policies import (
     policy_from_recipe,
     policy_options,
     policy_with,
+    recipe_summary,
     strip_markup,
 )
 from simstore.storage import _finder
@@ -283,6 +284,19 @@ def test_a_recipe_this_simstore_cannot_make_is_refused_with_what_to_do() -> None
             f"the namespace records policy {written}, which this simstore cannot make: upgrade "
             "simstore, or pass the policy explicitly"
         )
+
+
+def test_a_recipe_in_a_few_words_names_what_differs_from_the_defaults() -> None:
+    assert recipe_summary(None) == "-"  # a namespace that recorded none
+    assert recipe_summary(MinHashVerification().recipe()) == "minhash"
+    assert recipe_summary(MinHashVerification(max_replaced=None).recipe()) == (
+        "minhash max_replaced=null"
+    )
+    # an option this simstore does not know is shown, whatever its value
+    recipe = json.loads(SimHashOnly().recipe())
+    recipe["params"]["colour"] = None
+    assert recipe_summary(json.dumps(recipe)) == "simhash colour=null"
+    assert recipe_summary("{not json") == "{not json"  # shown as it is
 
 
 class _SignedByRadiusToo(MinHashVerification):
