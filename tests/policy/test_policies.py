@@ -286,6 +286,35 @@ def test_a_recipe_this_simstore_cannot_make_is_refused_with_what_to_do() -> None
         )
 
 
+# each count of the default policy with the least it takes (docs/policies.md's options): one under
+# it is refused by name, the least itself is taken
+_LEAST = {
+    "short_length": 0,
+    "min_bands": 1,
+    "short_min_bands": 1,
+    "max_replaced": 0,
+    "opening_length": 1,
+    "max_opening_replaced": 0,
+    "boilerplate_texts": 1,
+    "cjk_replaced": 0,
+}
+
+
+@pytest.mark.parametrize(("option", "least"), sorted(_LEAST.items()))
+def test_each_count_is_refused_by_name_under_its_least(option: str, least: int) -> None:
+    kind = "a non-negative int" if least == 0 else "a positive int"
+    with pytest.raises(InvalidInput, match=rf"^{option} must be {kind}, got {least - 1}$"):
+        MinHashVerification(**{option: least - 1})  # type: ignore[arg-type]
+    assert getattr(MinHashVerification(**{option: least}), option) == least  # type: ignore[arg-type]
+    with pytest.raises(InvalidType, match=rf"^{option} must be an int, not str$"):
+        MinHashVerification(**{option: "2"})  # type: ignore[arg-type]
+
+
+def test_an_unknown_band_layout_is_refused_with_the_layouts_there_are() -> None:
+    with pytest.raises(InvalidInput, match=r"^minhash_bands: .*16x4, 20x3, 24x3, 32x3, not '5x5'$"):
+        MinHashVerification(minhash_bands="5x5")
+
+
 def test_a_recipe_in_a_few_words_names_what_differs_from_the_defaults() -> None:
     assert recipe_summary(None) == "-"  # a namespace that recorded none
     assert recipe_summary(MinHashVerification().recipe()) == "minhash"
