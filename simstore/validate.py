@@ -5,6 +5,9 @@ from __future__ import annotations
 from simstore.errors import InvalidInput, InvalidType
 
 MAX_RADIUS = 32  # the widest SimHash search radius (half the bits)
+DEFAULT_MAX_DISTANCE = 3
+"""The SimHash radius by default: a namespace that records none, ``SimStore``'s, a batch's and
+Spark's ``max_distance``."""
 MAX_KEY_LENGTH = 255
 MAX_NAMESPACE_LENGTH = 255
 MAX_TEXT_LENGTH = 1_000_000

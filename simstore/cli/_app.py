@@ -27,8 +27,16 @@ from simstore.errors import (
     SchemaOutOfDate,
     SimstoreError,
 )
-from simstore.policy.policies import DEFAULT_POLICY, POLICY_NAMES, Policy, policy_with
+from simstore.policy.policies import (
+    DEFAULT_POLICY,
+    POLICY_NAMES,
+    MinHashVerification,
+    Policy,
+    SimHashVerification,
+    policy_with,
+)
 from simstore.storage.db import default_url, scrub
+from simstore.validate import MAX_TEXT_LENGTH
 
 if TYPE_CHECKING:
     from simstore.store import SimStore
@@ -249,14 +257,15 @@ an error is also a JSON document on stdout: {"error": ..., "exit_code": ...}."""
 @click.option(
     "--threshold",
     type=click.FloatRange(0, 1),
-    help="Short texts' similarity a duplicate must reach (minhash: jaccard, default 0.55; "
-    "simhash-verified: default 0.8).",
+    help="Short texts' similarity a duplicate must reach (minhash: jaccard, default "
+    f"{MinHashVerification.threshold}; simhash-verified: default {SimHashVerification.threshold}).",
 )
 @click.option(
     "--long-threshold",
     type=click.FloatRange(0, 1),
-    help="Long texts' estimated similarity a duplicate must reach (minhash: default 0.75; "
-    "texts mostly in Chinese or Japanese use cjk_long_threshold, default 0.65, set with "
+    help="Long texts' estimated similarity a duplicate must reach (minhash: default "
+    f"{MinHashVerification.long_threshold}; texts mostly in Chinese or Japanese use "
+    f"cjk_long_threshold, default {MinHashVerification.cjk_long_threshold}, set with "
     "--policy-option).",
 )
 @click.option(
@@ -280,7 +289,7 @@ an error is also a JSON document on stdout: {"error": ..., "exit_code": ...}."""
     type=click.IntRange(min=1),
     metavar="CHARS",
     help="The longest text accepted, in characters; a longer one is refused (a bad record) "
-    "[default: 1,000,000].",
+    f"[default: {MAX_TEXT_LENGTH:,}].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no ingest/dedup summary.")

@@ -40,7 +40,13 @@ from simstore.text.encoding import check_fingerprint
 from simstore.text.fingerprint import analyze_many
 from simstore.text.normalise import is_blank
 from simstore.text.presets import Preset, get_preset
-from simstore.validate import MAX_TEXT_LENGTH, check_key, check_radius, check_text_length
+from simstore.validate import (
+    DEFAULT_MAX_DISTANCE,
+    MAX_TEXT_LENGTH,
+    check_key,
+    check_radius,
+    check_text_length,
+)
 
 __all__ = [
     "Edge",
@@ -138,7 +144,7 @@ def sign(
     keys: Sequence[str] | None = None,
     preset: str | Preset = "default",
     policy: Policy = DEFAULT_POLICY,
-    max_distance: int = 3,
+    max_distance: int = DEFAULT_MAX_DISTANCE,
 ) -> list[Item]:
     """Fingerprint and plan texts as a store with this preset and policy would: each Item holds
     its fingerprint, comparison text, MinHash signature and band keys (keys default to "0"...)."""
@@ -183,7 +189,7 @@ def confirm(
     pairs: Iterable[tuple[int, int]],
     *,
     policy: Policy = DEFAULT_POLICY,
-    max_distance: int = 3,
+    max_distance: int = DEFAULT_MAX_DISTANCE,
 ) -> list[Edge]:
     """The candidate pairs (new, old) that ``policy`` confirms, with distance, measure, score
     (signature estimates in one numpy pass)."""
@@ -223,7 +229,7 @@ def dedup(
     keys: Sequence[str] | None = None,
     preset: str | Preset = "default",
     policy: Policy = DEFAULT_POLICY,
-    max_distance: int = 3,
+    max_distance: int = DEFAULT_MAX_DISTANCE,
 ) -> list[Verdict]:
     """``sign`` and the store's in-order decision (``simstore.policy.decide``), all in memory:
     what ``candidates``, ``confirm`` and ``replay`` give together."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from simstore.policy.policies import DEFAULT_POLICY, POLICIES, POLICY_NAMES, policy_options
+from simstore.validate import DEFAULT_MAX_DISTANCE
 
 _SHARED = {
     "measure": "the exact similarity of two short texts: jaccard (character 3-grams), cosine or "
@@ -99,8 +100,9 @@ MEANINGS: dict[str, dict[str, str]] = {
 """One line per option of each policy (``POLICY_NAMES``)."""
 
 RADIUS_MEANING = (
-    "max_distance (--max-distance, default 3): the SimHash radius in bits within which a kept "
-    "text makes a new one a duplicate; a namespace records it (a query may search wider)"
+    f"max_distance (--max-distance, default {DEFAULT_MAX_DISTANCE}): the SimHash radius in bits "
+    "within which a kept text makes a new one a duplicate; a namespace records it (a query may "
+    "search wider)"
 )
 
 

@@ -28,6 +28,7 @@ from simstore.policy import batch
 from simstore.policy.batch import Verdict
 from simstore.policy.policies import POLICY_NAMES, Policy, check_policy, policy_options, policy_with
 from simstore.text.presets import Preset
+from simstore.validate import DEFAULT_MAX_DISTANCE
 
 __all__ = [
     "DISTANCE",
@@ -166,7 +167,7 @@ def compare(
     preset: str | Preset = "default",
     current: Policy,
     proposed: Policy,
-    max_distance: int = 3,
+    max_distance: int = DEFAULT_MAX_DISTANCE,
 ) -> WhatIf:
     """Decide ``texts`` in input order under ``current`` and under ``proposed`` (each as an
     empty namespace with that recipe would, ``batch.dedup``) and say what flips. Nothing is

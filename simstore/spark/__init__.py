@@ -98,7 +98,7 @@ from simstore.spark._session import LOG_CONF, fit, output_files, start
 from simstore.storage.retention import EPOCH, utc_naive
 from simstore.text.encoding import from_signed
 from simstore.text.presets import Preset, get_preset
-from simstore.validate import check_int, check_radius
+from simstore.validate import DEFAULT_MAX_DISTANCE, check_int, check_radius
 
 if TYPE_CHECKING:
     from simstore.store import SimStore
@@ -122,7 +122,7 @@ DRIVER_ROWS_CONF = "spark.simstore.driverRows"  # a session's own default for dr
 # 1 KB each there)
 DRIVER_ITEMS = 200_000
 DRIVER_ITEMS_CONF = "spark.simstore.driverItems"  # a session's own default for driver_items
-MAX_DISTANCE = 3  # dedup's SimHash radius by default, as SimStore's
+MAX_DISTANCE = DEFAULT_MAX_DISTANCE  # dedup's SimHash radius by default, as SimStore's
 SPLIT_BUCKETS = 1_000  # a band-key bucket of more texts is split: at most ~1M pairs per join key
 
 _ITEM_DDL = (

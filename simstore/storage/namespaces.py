@@ -51,7 +51,7 @@ from simstore.storage.scope import Scope
 from simstore.text import minhash
 from simstore.text.fingerprint import ensure_available
 from simstore.text.presets import Preset, get_preset
-from simstore.validate import MAX_NAMESPACE_LENGTH, check_name
+from simstore.validate import DEFAULT_MAX_DISTANCE, MAX_NAMESPACE_LENGTH, check_name
 
 log = logging.getLogger("simstore")
 
@@ -67,7 +67,7 @@ class Namespace:
     preset: Preset
     policy: Policy
     partition_seconds: int
-    max_distance: int = 3  # the SimHash radius: recorded for a policy that decides texts by it
+    max_distance: int = DEFAULT_MAX_DISTANCE  # recorded for a policy that decides texts by it
 
 
 def open_scope(
@@ -216,10 +216,6 @@ def _adopt(row: Any, requested: Preset | None, name: str, url: str) -> Preset:
             "keys would never meet them"
         )
     return requested
-
-
-DEFAULT_MAX_DISTANCE = 3
-"""The SimHash radius of a namespace that records none (``SimStore``'s ``max_distance``)."""
 
 
 def recipe_of(policy: Policy, max_distance: int | None) -> str:

@@ -5,6 +5,7 @@ URL argument is a clear error rather than "unexpected". Real ``simstore`` subpro
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -53,6 +54,35 @@ def test_the_policies_command_lists_every_option_with_its_default_and_meaning(cl
     text = cli("policies", "minhash", db=None)
     assert text.returncode == 0 and "threshold" in text.stdout and "0.55" in text.stdout
     assert cli("policies", "nosuch").returncode == 2
+
+
+def stated(pattern: str, text: str) -> str:
+    """The value a help text states where ``pattern``'s group is (an assertion if it is gone)."""
+    found = re.search(pattern, text)
+    assert found, (pattern, text)
+    return found[1]
+
+
+def test_the_defaults_the_help_states_are_the_declared_ones(cli: Cli) -> None:
+    # the reference is the declarations themselves: the policies' dataclass defaults and
+    # simstore.validate's constants (the help said 0.75 and 0.65 after the bars moved to 0.7, 0.6)
+    from simstore.policy.policies import MinHashVerification, SimHashVerification
+    from simstore.validate import DEFAULT_MAX_DISTANCE, MAX_TEXT_LENGTH
+
+    minhash, verified = MinHashVerification(), SimHashVerification()
+    said = " ".join(cli("--help", db=None).stdout.split())
+    assert stated(r"--threshold .*?minhash: jaccard, default ([\d.]+);", said) == str(
+        minhash.threshold
+    )
+    assert stated(r"--threshold .*?verified: default ([\d.]+)\)", said) == str(verified.threshold)
+    long_help = stated(r"--long-threshold (.*?) --policy-option", said)
+    assert stated(r"minhash: default ([\d.]+);", long_help) == str(minhash.long_threshold)
+    assert stated(r"cjk_long_threshold, default ([\d.]+),", long_help) == str(
+        minhash.cjk_long_threshold
+    )
+    assert stated(r"--max-text-length .*?\[default: ([\d,]+)\]", said) == f"{MAX_TEXT_LENGTH:,}"
+    ingest_said = " ".join(cli("ingest", "--help", db=None).stdout.split())
+    assert stated(r"--max-distance .*?\[default: (\d+)\]", ingest_said) == str(DEFAULT_MAX_DISTANCE)
 
 
 def test_every_policy_option_has_a_meaning() -> None:

@@ -41,6 +41,7 @@ from simstore.io.records import (
     require_pyarrow,
 )
 from simstore.storage.db import redact
+from simstore.validate import DEFAULT_MAX_DISTANCE
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -405,8 +406,8 @@ def input_options(command: F) -> F:
             "--max-distance",
             type=int,
             help="SimHash radius: the largest Hamming distance that counts as a duplicate "
-            "[default: 3]; only with --policy simhash or simhash-verified (minhash decides "
-            "by similarity: see --threshold).",
+            f"[default: {DEFAULT_MAX_DISTANCE}]; only with --policy simhash or simhash-verified "
+            "(minhash decides by similarity: see --threshold).",
         ),
         click.option(
             "--strict",
