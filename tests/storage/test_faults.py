@@ -474,3 +474,37 @@ def test_a_callers_engine_with_no_free_connection_fails_as_unavailable(server_ur
     finally:
         store.close()
         engine.dispose()
+
+
+class Error(Exception):
+    """Named as the drivers' base errors are, in a module that is no driver's."""
+
+
+def test_a_drivers_own_error_is_database_unavailable_and_any_other_passes_through() -> None:
+    # a driver's error that SQLAlchemy did not wrap (pymysql raises one while it sets a dropped
+    # pooled connection's isolation level) is told by its class tree reaching a driver's base
+    # ``Error``: these are the drivers' real classes (sqlite3.Error, pymysql.err.Error)
+    import pymysql  # type: ignore[import-untyped]
+
+    from simstore.storage.db import translate_errors
+
+    url = "mysql+pymysql://u:s3cret@127.0.0.1/x"
+    drivers = [
+        sqlite3.OperationalError("disk I/O error"),
+        pymysql.err.OperationalError(2013, "Lost connection to server at s3cret"),
+        pymysql.err.InterfaceError("(0, '')"),
+        sqlite3.Error("the base itself"),
+    ]
+    for error in drivers:
+        with pytest.raises(DatabaseUnavailable) as raised, translate_errors(url):
+            raise error
+        assert raised.value.__cause__ is error
+        assert "s3cret" not in str(raised.value) and str(raised.value).startswith(
+            "database mysql+pymysql://u:***@127.0.0.1/x: "
+        ), raised.value
+    others: list[Exception] = [ValueError("not a driver's"), Error("a base named Error elsewhere")]
+    others.append(pymysql.err.Warning("a driver's class outside its Error tree"))
+    for other in others:
+        with pytest.raises(type(other)) as passed, translate_errors(url):
+            raise other
+        assert passed.value is other
