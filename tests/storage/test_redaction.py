@@ -170,3 +170,19 @@ def test_scrub_masks_the_secrets_of_a_url_object_sqlalchemy_parsed() -> None:
     )
     message = "P1x then P2y@P3z@127.0.0.1 then a1b2 c3d4 Hq4x"
     assert scrub(message, url) == "*** then ***@127.0.0.1 then *** *** ***"
+
+
+def test_an_unescaped_at_is_told_from_the_rest_of_the_url() -> None:
+    # a SQLite path may hold '@' (there is no password to hide): shown whole, nothing masked
+    said = redact("sqlite+pysqlite:////data/a@b@c.db")
+    assert "***" not in said and make_url(said).database == "/data/a@b@c.db", said
+    # a '://' in a query value does not move where the scheme ends: the password cut by its
+    # '@' is hidden and the host is the host
+    said = redact("postgresql://app:p@ss@127.0.0.1/db?application_name=https://x")
+    assert "p@ss" not in said and "ss@" not in said and make_url(said).host == "127.0.0.1", said
+    # a URL object (a caller's engine's) whose host SQLAlchemy cut after the password's first of
+    # two unescaped '@': none of the password's pieces is shown
+    parsed = make_url("postgresql://app:p@s@s@127.0.0.1/db")
+    assert redact(parsed) == "postgresql://app:***@127.0.0.1/db", parsed.host
+    # with no query, nothing of the database's name is trimmed with the '?' left over
+    assert redact("postgresql://app:p@ss@127.0.0.1/DBX") == "postgresql://app:***@127.0.0.1/DBX"
