@@ -180,6 +180,10 @@ def test_an_unescaped_at_is_told_from_the_rest_of_the_url() -> None:
     # '@' is hidden and the host is the host
     said = redact("postgresql://app:p@ss@127.0.0.1/db?application_name=https://x")
     assert "p@ss" not in said and "ss@" not in said and make_url(said).host == "127.0.0.1", said
+    # and in a driver's message, the password cut there is masked whole, not as pieces too
+    # short to search for
+    url = "postgresql://app:p@ss@127.0.0.1/db?application_name=https://x"
+    assert scrub("failed for p@ss", url) == "failed for ***"
     # a URL object (a caller's engine's) whose host SQLAlchemy cut after the password's first of
     # two unescaped '@': none of the password's pieces is shown
     parsed = make_url("postgresql://app:p@s@s@127.0.0.1/db")
