@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -26,7 +27,11 @@ def recipes(dialect: str) -> dict[str, str]:
 
 
 def test_recipes_answer_the_audit_questions(engine: Engine) -> None:
-    store = SimStore(engine, namespace="default", auto_upgrade=True, max_distance=3)
+    # the recipes ask about the namespace 'default'; a server's test database is shared by the
+    # tests of a worker, some of which add to 'default' too, so this test's namespace is its own
+    # and the recipes are pointed at it
+    namespace = f"audit-{uuid.uuid4().hex[:8]}"
+    store = SimStore(engine, namespace=namespace, auto_upgrade=True, max_distance=3)
     day1 = datetime(2030, 5, 1, 9, 0)
     day2 = day1 + timedelta(days=1)
     high = 0xF0F0_0000_0000_0001  # >= 2**63: stored as a negative BIGINT
@@ -38,6 +43,9 @@ def test_recipes_answer_the_audit_questions(engine: Engine) -> None:
 
     sql = recipes(engine.dialect.name)
     assert {"decisions", "rejected", "per-day", "clusters", "hex"} <= set(sql)
+    for name, recipe in sql.items():
+        assert "n.name = 'default'" in recipe, name
+        sql[name] = recipe.replace("n.name = 'default'", f"n.name = '{namespace}'")
     with engine.connect() as connection:
         decided = connection.execute(sa.text(sql["decisions"])).all()
         rejected = connection.execute(sa.text(sql["rejected"])).all()
