@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -135,10 +136,12 @@ def test_an_idle_store_wakes_no_thread(tmp_path: Path) -> None:
 def test_server_stores_dropped_without_close_leave_no_connection_open(
     server_url: str, no_collector: None
 ) -> None:
-    SimStore(server_url).close()  # imports, driver caches and the namespace before the baseline
+    # a namespace of its own: the server's test database is shared by this worker's tests
+    namespace = f"release-{uuid.uuid4().hex[:8]}"
+    SimStore(server_url, namespace=namespace).close()  # imports, caches and the namespace first
     threads, files = threading.active_count(), open_files()
     for n in range(15):
-        store = SimStore(server_url)
+        store = SimStore(server_url, namespace=namespace)
         use(store, n)  # its writer engine and its autocommit reader each hold a connection
         alive = weakref.ref(store)
         del store
