@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from simstore.storage import schema
 from simstore.storage.db import connection_for, redact, translate_errors
 
 VERSION_TABLE = "simstore_alembic_version"
+SQLITE_SCHEMA = Path(__file__).with_name("sqlite_schema.sql")
 
 
 def compared(obj: object, name: str | None, type_: str, reflected: bool, other: object) -> bool:
@@ -118,22 +120,115 @@ def upgrade(bind: object, revision: str = "heads") -> str:
     """Run the migrations up to ``revision`` (default: the newest); returns the revision reached.
 
     A database at a revision this simstore does not know (made by a newer one) is refused with
-    SchemaOutOfDate saying so: the code, not the database, needs upgrading.
+    SchemaOutOfDate saying so: the code, not the database, needs upgrading. An empty SQLite
+    database asked for the head gets the head's schema in one step (``sqlite_schema.sql``).
     """
+    return _upgrade(bind, revision, schema_file=True)
+
+
+def upgrade_by_scripts(bind: object, revision: str = "heads") -> str:
+    """``upgrade`` that runs every script, also on an empty SQLite database: how
+    ``sqlite_schema.sql`` is made, and what the tests compare it with."""
+    return _upgrade(bind, revision, schema_file=False)
+
+
+def _upgrade(bind: object, revision: str, *, schema_file: bool) -> str:
     from alembic import command
 
     with connection_for(bind) as connection, translate_errors(connection.engine.url):
         ours = _ours(bind, connection)
-        config = _config(connection)
         with _upgrade_lock(connection, owned=ours):
             _refuse_newer(connection, bind)
-            command.upgrade(config, revision)
+            if not (schema_file and _created_at_head(connection, revision)):
+                command.upgrade(_config(connection), revision)
             if ours:
                 connection.commit()
             reached = _read_revision(connection)
             if ours:
                 connection.rollback()
     return reached or ""
+
+
+def _created_at_head(connection: Connection, revision: str) -> bool:
+    """On an empty SQLite database asked for the head, make the head's schema from
+    ``sqlite_schema.sql`` (under the upgrade lock the caller holds); False when the scripts must
+    run instead."""
+    if connection.dialect.name != "sqlite" or revision not in ("head", "heads", head()):
+        return False
+    made, statements = packaged_sqlite_schema()
+    if made != head():
+        return False
+    if connection.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar():
+        return False
+    for statement in statements:
+        connection.exec_driver_sql(statement)
+    return True
+
+
+@functools.cache
+def packaged_sqlite_schema() -> tuple[str | None, tuple[str, ...]]:
+    """The revision ``sqlite_schema.sql`` was made at and its statements (read once per
+    process); (None, ()) when the file is missing."""
+    if not SQLITE_SCHEMA.is_file():
+        return None, ()
+    statements = split_statements(SQLITE_SCHEMA.read_text(encoding="utf-8"))
+    return _revision_in(statements), statements
+
+
+def split_statements(script: str) -> tuple[str, ...]:
+    """The statements of an SQL script, each whole (as SQLite's parser sees where one ends);
+    lines of comment between them are left out."""
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        if not pending and (not line.strip() or line.lstrip().startswith("--")):
+            continue
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip().removesuffix(";"))
+            pending = ""
+    if pending.strip():
+        raise SchemaOutOfDate(f"{SQLITE_SCHEMA} ends inside a statement: {pending.strip()[:80]}")
+    return tuple(statements)
+
+
+_VERSION_ROW = f"INSERT INTO {VERSION_TABLE} (version_num) VALUES "  # noqa: S608 - constants
+
+
+def _revision_in(statements: tuple[str, ...]) -> str | None:
+    for statement in statements:
+        if statement.startswith(_VERSION_ROW):
+            return statement.removeprefix(_VERSION_ROW).strip("()'")
+    return None
+
+
+def sqlite_schema_script(connection: Connection) -> str:
+    """What ``sqlite_schema.sql`` holds for the SQLite database on ``connection``: its schema as
+    ``sqlite_master`` records it (in the order it was made, SQLite's own objects left out) and
+    its version row. Run on a file the scripts brought from empty to the head."""
+    rows = connection.exec_driver_sql(
+        "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY rowid"
+    ).all()
+    revision = _read_revision(connection)
+    counters = connection.exec_driver_sql(
+        "SELECT name, seq FROM sqlite_sequence ORDER BY name"
+        if connection.dialect.has_table(connection, "sqlite_sequence")
+        else "SELECT 1 WHERE 0"
+    ).all()
+    lines = [
+        "-- simstore's schema at its newest revision, as SQLite records it after the migration",
+        "-- scripts ran on an empty file; a new file is made from it in one transaction.",
+        "-- Made by tests/data/make_sqlite_schema.py; tests/storage/test_migrations.py checks it.",
+    ]
+    lines += [f"{row[0]};" for row in rows]
+    # AUTOINCREMENT's counters as the scripts left them (SQLite makes its table with the first)
+    lines += [
+        f"INSERT INTO sqlite_sequence (name, seq) VALUES ('{name}', {int(seq)});"  # noqa: S608
+        for name, seq in counters
+    ]
+    lines.append(f"{_VERSION_ROW}('{revision}');")
+    return "\n".join(lines) + "\n"
 
 
 UPGRADE_LOCK_KEY = 0x73696D73746F7265  # "simstore": PostgreSQL's advisory locks are per database

@@ -26,6 +26,7 @@ from simstore.policy import batch
 from simstore.storage import _prepared, migrate, schema
 from simstore.store import SimStore
 from tests.conftest import new_server_database
+from tests.data.make_sqlite_schema import schema_from_scripts
 
 LONG_TEXT = (
     "The harbour ferry timetable changes on Monday: boats leave every twenty minutes from the "
@@ -48,6 +49,8 @@ def test_migrations_never_import_live_simstore_code() -> None:
 
 
 def test_empty_database_upgraded_to_head_equals_the_models(database_url: str) -> None:
+    # a new SQLite file is made from the schema file; the test below shows it is what the
+    # scripts make
     engine = sa.create_engine(database_url)
     with engine.connect() as connection:
         if database_url.startswith("sqlite"):  # server fixtures arrive upgraded
@@ -60,6 +63,94 @@ def test_empty_database_upgraded_to_head_equals_the_models(database_url: str) ->
         differences = compare_metadata(context, schema.metadata)
     engine.dispose()
     assert differences == []
+
+
+def test_the_packaged_sqlite_schema_is_what_the_scripts_make() -> None:
+    # after a migration is added or changed: python tests/data/make_sqlite_schema.py
+    assert migrate.SQLITE_SCHEMA.read_text(encoding="utf-8") == schema_from_scripts()
+    assert migrate.packaged_sqlite_schema()[0] == migrate.head()
+
+
+def _everything_sqlite_holds(path: Path) -> dict[str, object]:
+    """The whole of an SQLite file as SQLite sees it: every object of its schema with its SQL,
+    in the order they were made, every row of every table (SQLite's own included) and the
+    header's pragmas."""
+    import sqlite3
+
+    with sqlite3.connect(path) as connection:
+        objects = connection.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid"
+        ).fetchall()
+        rows = {
+            name: sorted(connection.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr)
+            for kind, name, _, _ in objects
+            if kind == "table"
+        }
+        pragmas = {
+            name: connection.execute(f"PRAGMA {name}").fetchall()
+            for name in ("user_version", "application_id", "auto_vacuum", "encoding")
+        }
+    connection.close()
+    return {"objects": objects, "rows": rows, "pragmas": pragmas}
+
+
+def _statements_run(url: str, how: str) -> int:
+    engine = sa.create_engine(url)
+    count = [0]
+    sa.event.listen(engine, "before_cursor_execute", lambda *_: count.__setitem__(0, count[0] + 1))
+    try:
+        assert getattr(migrate, how)(engine) == migrate.head()
+    finally:
+        engine.dispose()
+    return count[0]
+
+
+def test_a_new_sqlite_file_from_the_schema_file_is_the_one_the_scripts_make(
+    tmp_path: Path,
+) -> None:
+    by_scripts = _statements_run(f"sqlite:///{tmp_path / 'scripts.db'}", "upgrade_by_scripts")
+    in_one_step = _statements_run(f"sqlite:///{tmp_path / 'new.db'}", "upgrade")
+    # the new file was made from the schema file (its statements and the lock's few), not by
+    # the scripts' hundreds
+    assert in_one_step <= len(migrate.packaged_sqlite_schema()[1]) + 10 < by_scripts
+    assert _everything_sqlite_holds(tmp_path / "new.db") == _everything_sqlite_holds(
+        tmp_path / "scripts.db"
+    )
+    with SimStore(f"sqlite:///{tmp_path / 'new.db'}") as store:
+        assert store.add(LONG_TEXT, key="a").inserted
+        assert store.add(LONG_TEXT, key="b").recorded_as == "a"
+
+
+def test_a_schema_file_of_another_revision_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as if a migration had been added and the schema file not rewritten: the scripts decide
+    older = migrate.SQLITE_SCHEMA.read_text(encoding="utf-8").replace(
+        f"VALUES ('{migrate.head()}')", "VALUES ('0015_minhash_int_keys')"
+    )
+    stale = tmp_path / "sqlite_schema.sql"
+    stale.write_text(older, encoding="utf-8")
+    monkeypatch.setattr(migrate, "SQLITE_SCHEMA", stale)
+    migrate.packaged_sqlite_schema.cache_clear()
+    try:
+        assert migrate.packaged_sqlite_schema()[0] == "0015_minhash_int_keys"
+        url = f"sqlite:///{tmp_path / 'new.db'}"
+        assert _statements_run(url, "upgrade") > 10 * len(migrate.packaged_sqlite_schema()[1])
+    finally:
+        migrate.packaged_sqlite_schema.cache_clear()
+    assert migrate.current(url) == migrate.head()
+
+
+def test_a_sqlite_file_holding_a_hosts_tables_is_upgraded_by_the_scripts(tmp_path: Path) -> None:
+    path = tmp_path / "host.db"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with engine.begin() as connection:
+        connection.execute(sa.text("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)"))
+    engine.dispose()
+    url = f"sqlite:///{path}"
+    assert _statements_run(url, "upgrade") > 10 * len(migrate.packaged_sqlite_schema()[1])
+    holds = _everything_sqlite_holds(path)
+    assert ("table", "items", "items") in [row[:3] for row in holds["objects"]]  # type: ignore[attr-defined]
 
 
 def test_the_comparison_with_the_models_sees_drift_in_simstores_tables_only(
@@ -165,6 +256,7 @@ def test_the_built_wheel_ships_the_migrations_and_works_in_a_fresh_venv(tmp_path
     assert "simstore/migrations/env.py" in names
     assert "simstore/migrations/versions/0001_initial.py" in names
     assert "simstore/py.typed" in names
+    assert "simstore/storage/sqlite_schema.sql" in names
 
     environment = tmp_path / "venv"
     venv.create(environment, with_pip=True)
@@ -178,6 +270,7 @@ def test_the_built_wheel_ships_the_migrations_and_works_in_a_fresh_venv(tmp_path
         assert "site-packages" in m.migrations_dir().as_posix(), m.migrations_dir()
         store = simstore.SimStore("sqlite:///wheel.db")
         assert store.add("made by the installed wheel", key="a").inserted
+        assert m.packaged_sqlite_schema()[0] == m.head()  # the new file was made from it
         print(m.current("sqlite:///wheel.db"))
         """
     )
