@@ -241,7 +241,10 @@ class SimStore:
         check_int("workers", workers, lowest=0)
         batches = planning.read_batches(items, batch_size)
         planned = planning.planned_ahead(batches, self._planner.batches(max_distance), workers)
-        yield from self._writer.add_planned(planned, at)
+        try:
+            yield from self._writer.add_planned(planned, at)
+        finally:  # the planning workers end here, not whenever the collector finds them
+            planned.close()
 
     def ingest(
         self,

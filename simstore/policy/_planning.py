@@ -25,8 +25,9 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -45,7 +46,7 @@ def planned_ahead(
     batches: Iterator[Batch | Exception],
     plan: Callable[[Batch], Planned],
     workers: int,
-) -> Iterator[tuple[Batch | Exception, Callable[[], Planned]]]:
+) -> Generator[tuple[Batch | Exception, Callable[[], Planned]], None, None]:
     """Each batch with a function that returns its plan (or raises what planning raised), in
     order. An ``Exception`` in ``batches`` (a malformed item) passes through in its turn, after
     the batches before it; nothing after it is read. ``workers == 0``: planned in this process,
@@ -63,6 +64,7 @@ def planned_ahead(
         workers, mp_context=context, initializer=_worker_started, initargs=(os.getpid(),)
     )
     pending: deque[tuple[Batch | Exception, Future[Planned] | None]] = deque()
+    owner = threading.get_ident()
     try:
         for batch in batches:
             job = None if isinstance(batch, Exception) else pool.submit(plan, batch)
@@ -72,7 +74,10 @@ def planned_ahead(
         while pending:
             yield _handed_out(*pending.popleft())
     finally:  # the caller stopped or failed: plans not handed out are not needed
-        pool.shutdown(wait=True, cancel_futures=True)
+        # joined only by the thread that made the pool: a generator dropped without close() is
+        # finished by the garbage collector in whatever thread allocates, one being started
+        # among them, and joining there can deadlock
+        pool.shutdown(wait=threading.get_ident() == owner, cancel_futures=True)
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import gc
+import multiprocessing
 import random
 import signal
 import sqlite3
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -578,6 +581,61 @@ def test_a_bad_item_planned_ahead_fails_its_own_batch_only(
     assert failure.value.committed == 6
     assert store.stats().decisions == 6
     assert store.get("k5") is not None and store.get("k6") is None
+
+
+def test_a_failed_batch_with_workers_has_shut_its_workers_down_when_the_caller_sees_it(
+    make_store: StoreFactory,
+) -> None:
+    # the pool is closed by add_many as the failure leaves it, not by the garbage collector:
+    # a collection runs its finaliser in whatever thread allocates next, and a pool shut down
+    # (joined) from a thread being started deadlocked ingest's retry (a planning pool left to
+    # the collector while the next one started its manager thread)
+    store = make_store()
+    items: list[Any] = [(f"k{i}", f"document number {i} " * 5) for i in range(12)]
+    items.insert(7, ("", "a bad key"))
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(BatchFailed) as failure:
+            list(store.add_many(items, batch_size=3, workers=2))
+        left = multiprocessing.active_children()
+    finally:
+        if collecting:
+            gc.enable()
+    assert failure.value.committed == 6
+    assert left == []
+
+
+def _planned(batch: list[int]) -> list[int]:
+    return [2 * n for n in batch]
+
+
+@pytest.mark.skipif(
+    not hasattr(threading, "_shutdown_locks_lock"), reason="CPython 3.10-3.12's thread start"
+)
+def test_a_planning_pool_finished_in_another_thread_is_not_joined_there() -> None:
+    # a generator dropped without close() is finished by the collector in whatever thread
+    # allocates: seen in a thread being started, which holds threading's _shutdown_locks_lock
+    # (Thread._set_tstate_lock); joining the pool's manager thread there takes that lock again
+    # (Thread._stop) and never returns. The thread that made the pool joins it; another does not
+    batches = planning.planned_ahead(iter([[1], [2], [3]]), _planned, workers=1)
+    _batch, plan = next(batches)
+    assert plan() == [2]
+    finished = threading.Event()
+
+    def finish_as_a_starting_thread() -> None:
+        with threading._shutdown_locks_lock:  # type: ignore[attr-defined]
+            batches.close()
+        finished.set()
+
+    threading.Thread(target=finish_as_a_starting_thread, daemon=True).start()
+    if not finished.wait(timeout=120):
+        threading._shutdown_locks_lock.release()  # type: ignore[attr-defined] # (the next tests)
+        pytest.fail("the pool was joined by a thread that cannot join it: a deadlock")
+    deadline = time.monotonic() + 120
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the pool's manager thread ends its workers on its own
+    assert multiprocessing.active_children() == []
 
 
 def test_add_many_stopped_early_with_workers_writes_only_what_it_yielded(
