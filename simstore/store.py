@@ -276,7 +276,9 @@ class SimStore:
     def near_misses(self, key: str, *, limit: int = 3) -> list[Judged]:
         """Why kept ``key`` was kept: its candidates when it was added, as the policy judges them,
         nearest its bars first (``Judged``: measure, score, threshold, reason). Reads only; a long
-        text is judged by its signature (its text is not kept), as not mostly Chinese/Japanese."""
+        text is judged by its signature (its text is not kept), as not mostly Chinese/Japanese,
+        and a candidate its signature alone would match is said to have been told apart by the
+        text (``KEPT_BY_ITS_TEXT``), never shown as matched."""
         check_int("limit", limit, lowest=1)
         return self._finder.near_misses(self.scope, check_key(key), self._rule)[:limit]
 

@@ -44,6 +44,11 @@ ROWS_REFRESH_SECONDS = 60.0
 _ONE_VALUE_PER_BAND = [tuple((band, 1) for band in range(r + 1)) for r in range(BAND_COUNT)]
 _SINGLE_VALUE_NAMES = tuple(f"v{i}_0" for i in range(BAND_COUNT))
 UNSIGNED_REFRESH_SECONDS = 1.0
+# the reason of a kept key's candidate that its stored row alone would match (``near_misses``)
+KEPT_BY_ITS_TEXT = (
+    "kept apart when added, by its whole text: its stored signature, which keeps a sample of "
+    "a long text's names and numbers, does not tell them apart"
+)
 # from this many band-key candidates a numpy pass over their signatures, before they are made
 # and confirmed, costs less than it saves (below it, confirming them is cheaper than the pass)
 MANY_CANDIDATES = 16
@@ -246,6 +251,13 @@ class Finder:
             if row is None:
                 raise InvalidInput(f"{key!r} is not a kept key of namespace {scope.namespace!r}")
             judged = self.judged(conn, row.item, row.added_at, rule, row.id)
+        # a kept key was refused by every candidate when it was added; one its row now matches
+        # was refused by what the row does not hold (a long text's names past the sample its
+        # signature keeps): said so, not shown as a duplicate
+        judged = [
+            dataclasses.replace(j, matched=False, reason=KEPT_BY_ITS_TEXT) if j.matched else j
+            for j in judged
+        ]
         return sorted(judged, key=lambda j: (j.matched, j.margin, j.key))
 
     def judged(
