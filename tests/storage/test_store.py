@@ -629,10 +629,10 @@ def test_a_planning_pool_finished_in_another_thread_is_not_joined_there() -> Non
         finished.set()
 
     threading.Thread(target=finish_as_a_starting_thread, daemon=True).start()
-    if not finished.wait(timeout=120):
+    if not finished.wait(timeout=HANG):
         threading._shutdown_locks_lock.release()  # type: ignore[attr-defined] # (the next tests)
         pytest.fail("the pool was joined by a thread that cannot join it: a deadlock")
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG
     while multiprocessing.active_children() and time.monotonic() < deadline:
         time.sleep(0.05)  # the pool's manager thread ends its workers on its own
     assert multiprocessing.active_children() == []
