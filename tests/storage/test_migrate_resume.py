@@ -310,9 +310,12 @@ def test_a_mariadb_left_by_the_old_0007_kill_is_repaired(tmp_path: Path) -> None
     check_frozen(url, manifest)
 
 
-@pytest.mark.parametrize("kind", ["postgresql", "mysql"])
-def test_four_processes_upgrading_an_empty_server_database_at_once_all_succeed(kind: str) -> None:
-    url = new_server_database(kind)
+@pytest.mark.parametrize("kind", ["postgresql", "mysql", "sqlite"])
+def test_four_processes_upgrading_an_empty_database_at_once_all_succeed(
+    kind: str, tmp_path: Path
+) -> None:
+    # a new SQLite file is made from the packaged schema file, under the same lock
+    url = f"sqlite:///{tmp_path / 'new.db'}" if kind == "sqlite" else new_server_database(kind)
     children = [
         subprocess.Popen(
             command("cli-after-go", "--db", url, "db", "upgrade"),
