@@ -21,7 +21,10 @@ day 1; prints the rows purged per second.
 start. One file with ``--rows`` kept texts (the default policy), opened ``--opens`` times in this
 process (engine, schema check, namespace read; closed right after), and once more in
 ``--processes`` fresh interpreters (the first open of a process, which also compiles the
-statements and reads the migration scripts). Prints p50 / p99 in ms.
+statements and reads the migration scripts). Then ``--opens`` stores on new, empty files: made
+from the packaged schema file (what ``SimStore`` does) and, as the yardstick in the same run, by
+running every migration script first (``migrate.upgrade_by_scripts``, what it did before). Prints
+p50 / p99 in ms and the ratio of the two p50s.
 
 ``soak-stores``. Open, use and drop (no ``close()``) many stores in one process: threads, files
 and memory must stay flat. Each store is opened on one of ``--files`` SQLite files in turn (every
@@ -44,6 +47,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
+from simstore.storage import migrate
 from simstore.store import SimStore
 
 from .common import cli
@@ -158,6 +162,32 @@ def open_store(argv: Sequence[str]) -> None:
         f"{'SimStore(url), first in a process':<40} {percentile(first, 0.5):>8.2f} "
         f"{max(first):>8.2f}"
     )
+    made, scripted = _new_files(args.opens)
+    for label, found in (("SimStore(new file)", made), ("the same, by every script", scripted)):
+        print(f"{label:<40} {percentile(found, 0.5):>8.2f} {percentile(found, 0.99):>8.2f}")
+    print(f"new file from the schema file / by the scripts, p50: {_ratio(made, scripted):.2f}")
+
+
+def _new_files(count: int) -> tuple[list[float], list[float]]:
+    """ms to open a store on a new file: made from the schema file, and by the scripts (in turn,
+    so that the two share the machine's drift)."""
+    made: list[float] = []
+    scripted: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in range(count):
+            started = time.perf_counter()
+            SimStore(f"sqlite:///{Path(tmp) / f'made{n}.db'}").close()
+            made.append((time.perf_counter() - started) * 1e3)
+            url = f"sqlite:///{Path(tmp) / f'scripted{n}.db'}"
+            started = time.perf_counter()
+            migrate.upgrade_by_scripts(url)
+            SimStore(url).close()
+            scripted.append((time.perf_counter() - started) * 1e3)
+    return made, scripted
+
+
+def _ratio(a: list[float], b: list[float]) -> float:
+    return percentile(a, 0.5) / percentile(b, 0.5)
 
 
 # --- soak-stores --------------------------------------------------------------------------------
